@@ -1,0 +1,185 @@
+//! The cgroups one run creates, and their removal on every exit path.
+//!
+//! Each placement below the base gets its own top directory, `faultscale-<pid>-<nonce>-<label>`,
+//! directly in the base, so `child` really is one level below the base (as in the 2009
+//! measurement) and `nested:N` is N levels: no wrapper directory adds a level of memcg
+//! hierarchy that the depth column would not show.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, anyhow, bail};
+
+use super::fs as cgfs;
+use super::{Hierarchy, Version};
+use crate::options::Placement;
+
+/// The cgroup one placement's workers run in.
+#[derive(Debug, Clone)]
+pub struct Leaf {
+    pub fs_path: PathBuf,
+    /// Hierarchy-relative, as /proc/PID/cgroup shows it.
+    pub cgroup_path: String,
+}
+
+pub struct Tree {
+    hierarchy: Hierarchy,
+    base: PathBuf,
+    run_name: String,
+    /// In creation order, parents before children; removed in reverse.
+    created: Vec<PathBuf>,
+    /// Set when this run added `memory` to the base's cgroup.subtree_control (v2), so it can
+    /// take it away again.
+    enabled_memory_in_base: bool,
+    notes: Vec<String>,
+}
+
+impl Tree {
+    pub fn new(hierarchy: Hierarchy, base: PathBuf, run_name: String) -> Self {
+        Tree { hierarchy, base, run_name, created: Vec::new(), enabled_memory_in_base: false, notes: Vec::new() }
+    }
+
+    /// What the tree did outside its own directories, for the user to read.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// Creates every placement's cgroups up front, so any cgroup error ends the run before a
+    /// worker exists.
+    pub fn build_all(&mut self, placements: &[Placement]) -> Result<Vec<Leaf>> {
+        if self.hierarchy.version == Version::V2 {
+            self.check_v2_base(placements)?;
+        }
+        placements.iter().map(|p| self.build(p)).collect()
+    }
+
+    fn check_v2_base(&mut self, placements: &[Placement]) -> Result<()> {
+        let controllers = cgfs::words(&self.base.join("cgroup.controllers"))?;
+        if !controllers.iter().any(|c| c == "memory") {
+            bail!(
+                "--base {}: the memory controller is not enabled here (its parent's cgroup.subtree_control lacks memory); enable it there or pick another base",
+                self.base.display()
+            );
+        }
+        if !placements.iter().any(|p| p.depth > 0) {
+            return Ok(());
+        }
+        let is_hierarchy_root = self.base == self.hierarchy.mount_point && self.hierarchy.mount_root == "/";
+        if placements.iter().any(|p| p.is_root()) && !is_hierarchy_root {
+            bail!(
+                "--base {}: on cgroup v2 a non-root cgroup cannot hold the baseline's workers while its children use memory (no-internal-processes rule); use --base root, or --no-baseline to compare placements only",
+                self.base.display()
+            );
+        }
+        let subtree_control = self.base.join("cgroup.subtree_control");
+        if cgfs::words(&subtree_control)?.iter().any(|c| c == "memory") {
+            return Ok(());
+        }
+        if let Err(e) = cgfs::write(&subtree_control, "+memory") {
+            let busy = e.root_cause().downcast_ref::<std::io::Error>().map(|io| io.raw_os_error() == Some(libc::EBUSY));
+            if busy == Some(true) || cgfs::has_processes(&self.base).unwrap_or(false) {
+                bail!(
+                    "--base {}: cannot enable memory for child cgroups while this cgroup holds processes (cgroup v2 no-internal-processes rule); move them to a leaf first (mkdir {0}/shell; echo $$ > {0}/shell/cgroup.procs) and run again",
+                    self.base.display()
+                );
+            }
+            return Err(e);
+        }
+        self.enabled_memory_in_base = true;
+        if !cgfs::words(&subtree_control)?.iter().any(|c| c == "memory") {
+            bail!("{}: wrote +memory but it does not read back", subtree_control.display());
+        }
+        self.notes.push(format!(
+            "enabled memory in {} for this run; it is disabled again at exit",
+            subtree_control.display()
+        ));
+        Ok(())
+    }
+
+    fn build(&mut self, placement: &Placement) -> Result<Leaf> {
+        if placement.is_root() {
+            return Ok(Leaf {
+                fs_path: self.base.clone(),
+                cgroup_path: self.hierarchy.cgroup_path(&self.base),
+            });
+        }
+        let label: String = placement.name.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+        let mut dir = self.base.join(format!("{}-{label}", self.run_name));
+        for level in 1..=placement.depth {
+            if level > 1 {
+                dir = dir.join(format!("level{level}"));
+            }
+            std::fs::create_dir(&dir).map_err(|e| anyhow!("creating cgroup {}: {e}", dir.display()))?;
+            self.created.push(dir.clone());
+            let is_leaf = level == placement.depth;
+            match self.hierarchy.version {
+                Version::V1 => {
+                    if !dir.join("memory.stat").is_file() {
+                        bail!("{}: created, but it has no memory.stat; is this the memory hierarchy?", dir.display());
+                    }
+                }
+                Version::V2 => {
+                    if !cgfs::words(&dir.join("cgroup.controllers"))?.iter().any(|c| c == "memory") {
+                        bail!("{}: created, but memory is not among its cgroup.controllers", dir.display());
+                    }
+                    if !is_leaf {
+                        let control = dir.join("cgroup.subtree_control");
+                        cgfs::write(&control, "+memory")?;
+                        if !cgfs::words(&control)?.iter().any(|c| c == "memory") {
+                            bail!("{}: wrote +memory but it does not read back", control.display());
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Leaf { cgroup_path: self.hierarchy.cgroup_path(&dir), fs_path: dir })
+    }
+
+    /// Removes everything this run created, deepest first. Safe to call twice. A cgroup whose
+    /// last task was just killed can answer EBUSY for a moment, so each rmdir is retried briefly.
+    pub fn remove(&mut self) -> Result<()> {
+        let mut failures = Vec::new();
+        while let Some(dir) = self.created.pop() {
+            if let Err(e) = remove_cgroup_dir(&dir) {
+                failures.push(format!("{}: {e}", dir.display()));
+            }
+        }
+        if self.enabled_memory_in_base {
+            self.enabled_memory_in_base = false;
+            let control = self.base.join("cgroup.subtree_control");
+            if let Err(e) = cgfs::write(&control, "-memory") {
+                failures.push(format!("{}: could not disable memory again: {e:#}", control.display()));
+            }
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            bail!("could not remove: {}; run `faultscale cleanup` once they are empty", failures.join("; "))
+        }
+    }
+}
+
+/// rmdir with a short retry on EBUSY (tasks still exiting). Never recursive: a cgroup with
+/// children or processes that are not ours stays.
+pub fn remove_cgroup_dir(dir: &Path) -> std::io::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        if let Err(e) = self.remove() {
+            eprintln!("faultscale: warning: {e:#}");
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! Command-line definitions only; validation lives in options.rs.
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::cgroup::VersionChoice;
+use crate::workload::WorkloadKind;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "faultscale",
+    version,
+    about = "Measure page-fault scalability under memory cgroups: root vs child, pinned per CPU",
+    long_about = "Measure page-fault scalability under memory cgroups.\n\n\
+        faultscale builds a cgroup hierarchy under a base, runs one pinned fault loop per CPU \
+        in the base (the baseline) and in each placement asked for, releases them together with \
+        one signal, stops them together, and reports page faults per second from the loop's own \
+        counter, the kernel's perf page-fault count and the memcg pgfault counter, with the \
+        root/child overhead ratio.",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the cgroup layout, memory controller, CPUs, THP and kernel faultscale sees
+    Env {
+        #[arg(long, value_enum, default_value_t = VersionChoice::Auto)]
+        cgroup_version: VersionChoice,
+        #[arg(long, default_value = "root")]
+        base: String,
+    },
+    /// Remove faultscale-* cgroups left by runs whose process is gone (e.g. after SIGKILL)
+    Cleanup {
+        /// List what would be removed, remove nothing
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long, value_enum, default_value_t = VersionChoice::Auto)]
+        cgroup_version: VersionChoice,
+        /// Where to look: root, self or a cgroup path (searched recursively)
+        #[arg(long, default_value = "root")]
+        base: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Placements to measure against the root baseline, comma-separated: child, nested:N
+    #[arg(long, default_value = "child", value_name = "LIST")]
+    pub cgroup: String,
+
+    /// Skip the baseline in the base cgroup itself
+    #[arg(long)]
+    pub no_baseline: bool,
+
+    /// Seconds each placement is measured (fractions allowed)
+    #[arg(long, default_value = "10", value_name = "SECS")]
+    pub duration: String,
+
+    /// Measure every placement N times, interleaved (forward, then backward)
+    #[arg(long, default_value = "1", value_name = "N")]
+    pub repeat: String,
+
+    /// Seconds between counter samples, on the monotonic clock
+    #[arg(long, default_value = "1", value_name = "SECS")]
+    pub interval: String,
+
+    /// CPUs to run one worker each on, e.g. 0-3,6 [default: every CPU in the allowed set]
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+
+    /// The loop each worker runs
+    #[arg(long, value_enum, default_value_t = WorkloadKind::Anon)]
+    pub workload: WorkloadKind,
+
+    /// Bytes each anon iteration maps, touches page by page and unmaps (K, M, G suffixes)
+    #[arg(long, default_value = "1M", value_name = "SIZE")]
+    pub chunk: String,
+
+    /// Cgroup to build under: root (the hierarchy's root), self (the cgroup faultscale runs in;
+    /// containers, CI, delegated setups) or a cgroup path
+    #[arg(long, default_value = "root", value_name = "root|self|PATH")]
+    pub base: String,
+
+    /// Which hierarchy holds the memory controller to use
+    #[arg(long, value_enum, default_value_t = VersionChoice::Auto)]
+    pub cgroup_version: VersionChoice,
+
+    /// Write summary rows as CSV to FILE (- for stdout)
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<String>,
+
+    /// Add one CSV row per worker, with its CPU
+    #[arg(long)]
+    pub per_cpu: bool,
+
+    /// Print no table, only warnings and errors
+    #[arg(long, short)]
+    pub quiet: bool,
+}

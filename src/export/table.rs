@@ -1,0 +1,114 @@
+//! The terminal table: one line per placement, the seed's overhead line per non-root placement.
+
+use std::io::Write;
+
+use anyhow::Result;
+
+use crate::benchmark::Report;
+use crate::options::{Placement, RunOptions};
+use crate::stats::{ratio_interval, summarize};
+
+/// 1234567.8 -> "1,234,568"
+pub fn thousands(value: f64) -> String {
+    let digits = format!("{:.0}", value.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if value < 0.0 && digits != "0" { format!("-{out}") } else { out }
+}
+
+fn seconds(duration: std::time::Duration) -> String {
+    let s = duration.as_secs_f64();
+    if s.fract() == 0.0 { format!("{s:.0} s") } else { format!("{s} s") }
+}
+
+pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Result<()> {
+    let repeat = options.repeat;
+    let env = &report.env;
+    writeln!(
+        out,
+        "faultscale: {}, {} workers on CPUs {}, cgroup {} (memory, {} layout), {} x {}{}",
+        options.workload.name(),
+        options.cpus.len(),
+        env.cpus,
+        env.cgroup_version,
+        match env.layout {
+            crate::cgroup::Layout::V2 => "v2",
+            crate::cgroup::Layout::V1 => "v1",
+            crate::cgroup::Layout::Hybrid => "hybrid",
+        },
+        seconds(options.duration),
+        repeat,
+        if repeat > 1 { ", interleaved" } else { "" }
+    )?;
+    let path_width = report.measurements.iter().map(|m| m.leaf.cgroup_path.len()).max().unwrap_or(6).max(6);
+    writeln!(
+        out,
+        "{:<10} {:<path_width$} {:>12} {:>10} {:>6} {:>8}",
+        "placement", "cgroup", "faults/s", "per CPU", "+-", "vs root"
+    )?;
+    let root_rate = summarize(&rates(report, &Placement::root())).map(|s| s.mean);
+    for placement in &options.placements {
+        if let Some(failure) = report.failures.iter().find(|f| &f.placement == placement) {
+            writeln!(out, "{:<10} FAILED in repetition {}: {}", placement.name, failure.repetition, failure.reason)?;
+        }
+        let Some(summary) = summarize(&rates(report, placement)) else { continue };
+        let path = &report.of(placement).next().expect("summarized").leaf.cgroup_path;
+        let error = if summary.n > 1 { format!("{:.1}%", summary.rse_pct) } else { "-".into() };
+        let vs_root = match root_rate {
+            Some(root) => format!("{:.1}%", 100.0 * summary.mean / root),
+            None => "-".into(),
+        };
+        writeln!(
+            out,
+            "{:<10} {:<path_width$} {:>12} {:>10} {:>6} {:>8}",
+            placement.name,
+            path,
+            thousands(summary.mean),
+            thousands(summary.mean / options.cpus.len() as f64),
+            error,
+            vs_root
+        )?;
+    }
+    for placement in options.placements.iter().filter(|p| !p.is_root()) {
+        let overheads: Vec<f64> = report
+            .of(placement)
+            .filter_map(|m| report.ratio_vs_root(m).map(|ratio| 1.0 / ratio))
+            .collect();
+        let Some(interval) = ratio_interval(&overheads) else { continue };
+        let ci = match (interval.low, interval.high) {
+            (Some(low), Some(high)) => format!(
+                "  (95% CI {:.1}-{:.1}%{})",
+                100.0 * low,
+                100.0 * high,
+                if interval.excludes(1.0) { ", significant" } else { ", not significant" }
+            ),
+            _ => String::new(),
+        };
+        writeln!(out, "root/{} overhead: {:.1}%{ci}", placement.name, 100.0 * interval.mean)?;
+    }
+    Ok(())
+}
+
+fn rates(report: &Report, placement: &Placement) -> Vec<f64> {
+    report.of(placement).map(|m| m.faults_per_sec()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(606_968.4), "606,968");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(thousands(1000.0), "1,000");
+        assert_eq!(thousands(0.0), "0");
+        assert_eq!(thousands(-1234.0), "-1,234");
+        assert_eq!(thousands(36_418_112.0), "36,418,112");
+    }
+}

@@ -1,0 +1,179 @@
+//! faultscale: page-fault scalability under memory cgroups.
+
+mod benchmark;
+mod cgroup;
+mod cli;
+mod environment;
+mod export;
+mod measure;
+mod options;
+mod run;
+mod stats;
+mod workload;
+
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use clap::Parser;
+
+use cli::{Cli, Command};
+use options::RunOptions;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    run::signals::install();
+    let result = match cli.command {
+        None => run_benchmark(&cli.run),
+        Some(Command::Env { cgroup_version, base }) => print_env(cgroup_version, &base),
+        Some(Command::Cleanup { dry_run, cgroup_version, base }) => cleanup(dry_run, cgroup_version, &base),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            if let Some(run::Interrupted(signal)) = e.downcast_ref::<run::Interrupted>() {
+                eprintln!("faultscale: {}; workers stopped, cgroups removed", run::Interrupted(*signal));
+                return ExitCode::from(128 + *signal as u8);
+            }
+            // One line: the context chain joined, as ripgrep does.
+            eprintln!("faultscale: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn allowed_cpus() -> Result<Vec<usize>> {
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))?;
+    Ok((0..nix::sched::CpuSet::count()).filter(|&cpu| set.is_set(cpu).unwrap_or(false)).collect())
+}
+
+fn require_root(what: &str) -> Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!("{what} needs root to create cgroups and move processes; run it with sudo");
+    }
+    Ok(())
+}
+
+fn run_benchmark(args: &cli::RunArgs) -> Result<ExitCode> {
+    let options = RunOptions::from_args(args, &allowed_cpus()?)?;
+    require_root("measuring")?;
+    // Output files are opened before anything is created, so a bad path costs nothing.
+    let csv_sink = options.csv.as_ref().map(|path| export::Sink::open("--csv", path)).transpose()?;
+
+    let report = benchmark::run(&options)?;
+    for warning in &report.warnings {
+        eprintln!("faultscale: warning: {warning}");
+    }
+    if !options.quiet {
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        // With --csv - the table goes to stderr so stdout stays pure CSV.
+        if matches!(options.csv, Some(options::OutputPath::Stdout)) {
+            export::table::write(&mut std::io::stderr(), &report, &options)?;
+        } else {
+            export::table::write(&mut out, &report, &options)?;
+        }
+    }
+    if let Some(sink) = csv_sink {
+        let rows = export::csv::rows(&report, options.workload.name(), options.per_cpu);
+        if !rows.is_empty() {
+            sink.write_with(|out| export::csv::write(out, &rows))?;
+        }
+    }
+    if let Some(signal) = report.interrupted {
+        eprintln!(
+            "faultscale: {}; wrote the {} completed measurements, marked run_complete=false",
+            run::Interrupted(signal),
+            report.measurements.len()
+        );
+        return Ok(ExitCode::from(128 + signal as u8));
+    }
+    if !report.failures.is_empty() {
+        for failure in &report.failures {
+            eprintln!(
+                "faultscale: error: {} repetition {}: {}",
+                failure.placement.name, failure.repetition, failure.reason
+            );
+        }
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_env(version: cgroup::VersionChoice, base: &str) -> Result<ExitCode> {
+    let detected = cgroup::detect()?;
+    println!("layout:          {}", detected.layout);
+    match &detected.v1_memory {
+        Some(h) => println!("v1 memory:       {} (this process in {})", h.mount_point.display(), h.own_path),
+        None => println!("v1 memory:       not mounted"),
+    }
+    match &detected.v2 {
+        Some(h) => println!(
+            "cgroup2:         {} (this process in {}), controllers: {}",
+            h.mount_point.display(),
+            h.own_path,
+            if detected.v2_controllers.is_empty() { "none".into() } else { detected.v2_controllers.join(" ") }
+        ),
+        None => println!("cgroup2:         not mounted"),
+    }
+    let usable = detected.memory_hierarchy(version).and_then(|h| {
+        let spec = cgroup::BaseSpec::parse(base)?;
+        let path = cgroup::resolve_base(&h, &spec)?;
+        Ok((h, path))
+    });
+    match &usable {
+        Ok((h, path)) => {
+            println!("memory on:       cgroup {} at {}", h.version, h.mount_point.display());
+            println!("base ({base}):      {} ({})", h.cgroup_path(path), path.display());
+        }
+        Err(e) => println!("memory on:       unusable: {e:#}"),
+    }
+    let cpus = allowed_cpus()?;
+    println!("allowed CPUs:    {}", options::format_cpu_list(&cpus));
+    println!(
+        "online CPUs:     {}",
+        std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default().trim()
+    );
+    println!(
+        "THP enabled:     {}",
+        environment::selected_option(
+            &std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default()
+        )
+    );
+    println!(
+        "kernel:          {}",
+        std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim()
+    );
+    Ok(if usable.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn cleanup(dry_run: bool, version: cgroup::VersionChoice, base: &str) -> Result<ExitCode> {
+    let detected = cgroup::detect()?;
+    let hierarchy = detected.memory_hierarchy(version)?;
+    let root = cgroup::resolve_base(&hierarchy, &cgroup::BaseSpec::parse(base)?)?;
+    if !dry_run {
+        require_root("cleanup")?;
+    }
+    let mut failed = false;
+    let leftovers = cgroup::cleanup::find(&root);
+    if leftovers.is_empty() {
+        println!("no faultscale cgroups under {}", root.display());
+    }
+    for leftover in leftovers {
+        let path = leftover.top.display();
+        match leftover.verdict {
+            cgroup::cleanup::Verdict::OwnerAlive(pid) => println!("kept {path}: its run (pid {pid}) is still alive"),
+            cgroup::cleanup::Verdict::HasProcesses(dir) => {
+                println!("kept {path}: {} still has processes", dir.display())
+            }
+            cgroup::cleanup::Verdict::Removable if dry_run => println!("would remove {path}"),
+            cgroup::cleanup::Verdict::Removable => match cgroup::cleanup::remove(&leftover.top) {
+                Ok(()) => println!("removed {path}"),
+                Err(e) => {
+                    failed = true;
+                    eprintln!("faultscale: error: {e:#}");
+                }
+            },
+        }
+    }
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
