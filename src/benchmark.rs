@@ -80,6 +80,7 @@ pub fn run(options: &RunOptions) -> Result<Report> {
         settings: WorkloadSettings { chunk_bytes: options.chunk_bytes, page_size: options.page_size },
         duration: options.duration,
         interval: options.interval,
+        kernel_count: options.kernel_count,
     };
     let mut measurements = Vec::new();
     let mut failures = Vec::new();

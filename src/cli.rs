@@ -3,6 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 
 use crate::cgroup::VersionChoice;
+use crate::run::KernelCountSource;
 use crate::workload::WorkloadKind;
 
 #[derive(Debug, Parser)]
@@ -59,19 +60,19 @@ pub struct RunArgs {
     pub no_baseline: bool,
 
     /// Seconds each placement is measured (fractions allowed)
-    #[arg(long, default_value = "10", value_name = "SECS")]
+    #[arg(long, default_value = "10", value_name = "SECS", allow_hyphen_values = true)]
     pub duration: String,
 
     /// Measure every placement N times, interleaved (forward, then backward)
-    #[arg(long, default_value = "1", value_name = "N")]
+    #[arg(long, default_value = "1", value_name = "N", allow_hyphen_values = true)]
     pub repeat: String,
 
     /// Seconds between counter samples, on the monotonic clock
-    #[arg(long, default_value = "1", value_name = "SECS")]
+    #[arg(long, default_value = "1", value_name = "SECS", allow_hyphen_values = true)]
     pub interval: String,
 
     /// CPUs to run one worker each on, e.g. 0-3,6 [default: every CPU in the allowed set]
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
     pub cpus: Option<String>,
 
     /// The loop each worker runs
@@ -79,8 +80,13 @@ pub struct RunArgs {
     pub workload: WorkloadKind,
 
     /// Bytes each anon iteration maps, touches page by page and unmaps (K, M, G suffixes)
-    #[arg(long, default_value = "1M", value_name = "SIZE")]
+    #[arg(long, default_value = "1M", value_name = "SIZE", allow_hyphen_values = true)]
     pub chunk: String,
+
+    /// Where the kernel's fault count comes from: minflt costs nothing on the fault path; perf
+    /// adds perf stat's software counters at a cost on every fault
+    #[arg(long, value_enum, default_value_t = KernelCountSource::Minflt)]
+    pub kernel_count: KernelCountSource,
 
     /// Cgroup to build under: root (the hierarchy's root), self (the cgroup faultscale runs in;
     /// containers, CI, delegated setups) or a cgroup path

@@ -89,10 +89,7 @@ fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'a str) ->
         faults_per_sec: round6(m.faults_per_sec()),
         faults_per_sec_per_task: round6(m.faults_per_sec() / tasks as f64),
         kernel_faults: m.run.kernel_faults(),
-        kernel_count_source: match m.run.kernel_source {
-            crate::run::KernelCountSource::Perf => "perf",
-            crate::run::KernelCountSource::Rusage => "rusage",
-        },
+        kernel_count_source: m.run.kernel_source.name(),
         memcg_pgfault: m.run.memcg_pgfault,
         start_skew_us: Some(round6(m.run.start_skew_ns as f64 / 1e3)),
         ratio_vs_root: report.ratio_vs_root(m).map(round6),

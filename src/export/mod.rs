@@ -31,7 +31,7 @@ impl PendingFile {
         let parent = destination.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let temporary = parent.join(format!(".{}.faultscale-{}.tmp", name.to_string_lossy(), std::process::id()));
         let file = File::create(&temporary).with_context(|| {
-            format!("{option} {}: cannot write in {} ", destination.display(), parent.display())
+            format!("{option} {}: cannot create a file in {}", destination.display(), parent.display())
         })?;
         Ok(PendingFile { destination: destination.to_path_buf(), temporary, file: Some(file) })
     }

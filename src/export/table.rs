@@ -45,7 +45,23 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
         repeat,
         if repeat > 1 { ", interleaved" } else { "" }
     )?;
-    let path_width = report.measurements.iter().map(|m| m.leaf.cgroup_path.len()).max().unwrap_or(6).max(6);
+    // Paths below a base other than the root are shown relative to it, the base named once.
+    let base = env.base_cgroup.as_str();
+    if base != "/" {
+        writeln!(out, "base cgroup: {base}")?;
+    }
+    let shown = |path: &str| -> String {
+        if base == "/" {
+            return path.to_string();
+        }
+        match path.strip_prefix(base) {
+            Some("") => "<base>".into(),
+            Some(rest) => format!("<base>{rest}"),
+            None => path.to_string(),
+        }
+    };
+    let path_width =
+        report.measurements.iter().map(|m| shown(&m.leaf.cgroup_path).len()).max().unwrap_or(6).max(6);
     writeln!(
         out,
         "{:<10} {:<path_width$} {:>12} {:>10} {:>6} {:>8}",
@@ -57,7 +73,7 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
             writeln!(out, "{:<10} FAILED in repetition {}: {}", placement.name, failure.repetition, failure.reason)?;
         }
         let Some(summary) = summarize(&rates(report, placement)) else { continue };
-        let path = &report.of(placement).next().expect("summarized").leaf.cgroup_path;
+        let path = shown(&report.of(placement).next().expect("summarized").leaf.cgroup_path);
         let error = if summary.n > 1 { format!("{:.1}%", summary.rse_pct) } else { "-".into() };
         let vs_root = match root_rate {
             Some(root) => format!("{:.1}%", 100.0 * summary.mean / root),

@@ -1,0 +1,159 @@
+//! Helpers for integration tests that drive the built binary on the real kernel.
+//!
+//! Every test builds under its own cgroup (`--base self`), never the machine's root, and
+//! checks afterwards that its run left no cgroup and no worker behind.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+
+/// Runs measuring tests one at a time: two runs on a 2-CPU machine would share CPUs and
+/// disturb each other's figures (and the leftover checks look for any faultscale process).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+pub fn binary() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("faultscale")
+}
+
+/// Root and a writable v1/v2 memory cgroup are required; without them the test fails with a
+/// message saying so, unless FAULTSCALE_SKIP_ROOT_TESTS=1 asks to skip (returns None).
+pub fn needs_root() -> Option<MutexGuard<'static, ()>> {
+    if std::env::var("FAULTSCALE_SKIP_ROOT_TESTS").as_deref() == Ok("1") {
+        eprintln!("skipped: FAULTSCALE_SKIP_ROOT_TESTS=1");
+        return None;
+    }
+    assert!(
+        nix_is_root(),
+        "this test needs root and a memory cgroup it may create children in; run as root, or set FAULTSCALE_SKIP_ROOT_TESTS=1 to skip it"
+    );
+    let base = own_memory_cgroup();
+    assert!(
+        base.join("cgroup.procs").is_file(),
+        "this test needs the memory cgroup it runs in ({}) to be visible; see `faultscale env`",
+        base.display()
+    );
+    Some(SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .unwrap_or(false)
+}
+
+/// The directory of this process's memory cgroup, found the way faultscale finds it: the
+/// memory line of /proc/self/cgroup (or the v2 line) under the matching mount.
+pub fn own_memory_cgroup() -> PathBuf {
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let v1 = cgroup.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers.split(',').any(|c| c == "memory").then(|| path.to_string())
+    });
+    let mount = |want_v2: bool| {
+        mountinfo.lines().find_map(|l| {
+            let fields: Vec<&str> = l.split(' ').collect();
+            let dash = fields.iter().position(|f| *f == "-")?;
+            let fstype = fields[dash + 1];
+            let ok = if want_v2 {
+                fstype == "cgroup2"
+            } else {
+                fstype == "cgroup" && fields[dash + 3].split(',').any(|o| o == "memory")
+            };
+            ok.then(|| (fields[3].to_string(), PathBuf::from(fields[4])))
+        })
+    };
+    let (path, (root, mount_point)) = match v1 {
+        Some(path) => (path, mount(false).expect("memory mount")),
+        None => {
+            let path = cgroup.lines().find_map(|l| l.strip_prefix("0::")).expect("v2 line").to_string();
+            (path, mount(true).expect("cgroup2 mount"))
+        }
+    };
+    let relative = path.strip_prefix(root.trim_end_matches('/')).unwrap_or(&path).trim_start_matches('/');
+    mount_point.join(relative)
+}
+
+/// Directories under `base` made by the faultscale process `pid`.
+pub fn trees_of(base: &Path, pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("faultscale-{pid}-");
+    std::fs::read_dir(base)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Processes running the faultscale binary (workers are forks of it, so they show it too).
+pub fn faultscale_processes() -> Vec<u32> {
+    let binary = std::fs::canonicalize(binary()).unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/exe"))
+                .map(|exe| exe == binary)
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// After a run: nothing of it may remain. Waits briefly, since workers die asynchronously.
+pub fn assert_nothing_left(base: &Path, pid: u32) {
+    for _ in 0..100 {
+        if trees_of(base, pid).is_empty() && faultscale_processes().is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let trees = trees_of(base, pid);
+    let processes = faultscale_processes();
+    // Clean up for the next test before failing this one.
+    for tree in &trees {
+        let _ = Command::new(binary()).args(["cleanup", "--base", "self"]).status();
+        let _ = std::fs::remove_dir(tree);
+    }
+    panic!("run {pid} left cgroups {trees:?} and processes {processes:?}");
+}
+
+pub fn spawn(args: &[&str]) -> Child {
+    Command::new(binary())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting faultscale")
+}
+
+/// Runs faultscale to completion; returns its pid (for leftover checks) and output.
+pub fn run(args: &[&str]) -> (u32, Output) {
+    let child = spawn(args);
+    let pid = child.id();
+    let output = child.wait_with_output().expect("waiting for faultscale");
+    (pid, output)
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// CSV records as maps from column name to cell.
+pub fn read_csv(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut reader = csv::Reader::from_path(path).expect("CSV file");
+    let headers = reader.headers().unwrap().clone();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            headers.iter().map(str::to_string).zip(r.iter().map(str::to_string)).collect()
+        })
+        .collect()
+}

@@ -1,0 +1,212 @@
+//! The main job end to end: real cgroups under the test's own cgroup, real forked workers,
+//! real perf counters.
+
+mod common;
+
+use common::*;
+
+fn number(row: &std::collections::HashMap<String, String>, column: &str) -> f64 {
+    row[column].parse().unwrap_or_else(|_| panic!("{column} = {:?} is not a number", row[column]))
+}
+
+#[test]
+fn root_child_and_nested_rows_with_agreeing_counts() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let (pid, output) = run(&[
+        "--base", "self", "--cgroup", "child,nested:3", "--duration", "1", "--csv",
+        csv.to_str().unwrap(), "--per-cpu",
+    ]);
+    assert_nothing_left(&base, pid);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("root/child overhead: "), "{stdout}");
+    assert!(stdout.contains("root/nested:3 overhead: "), "{stdout}");
+
+    let rows = read_csv(&csv);
+    let summaries: Vec<_> = rows.iter().filter(|r| r["cpu"].is_empty()).collect();
+    let placements: Vec<&str> = summaries.iter().map(|r| r["placement"].as_str()).collect();
+    assert_eq!(placements, ["root", "child", "nested:3"]);
+    let depths: Vec<f64> = summaries.iter().map(|r| number(r, "depth")).collect();
+    assert_eq!(depths, [0.0, 1.0, 3.0]);
+
+    for row in &summaries {
+        let name = &row["placement"];
+        let faults = number(row, "faults");
+        let kernel = number(row, "kernel_faults");
+        assert!(number(row, "faults_per_sec") > 0.0, "{name}: no faults");
+        assert_eq!(row["kernel_count_source"], "minflt", "{name}");
+        assert!((faults - kernel).abs() <= 0.01 * kernel, "{name}: loop {faults} vs kernel {kernel}");
+        let duration = number(row, "duration_s");
+        assert!((duration - 1.0).abs() < 0.05, "{name}: measured {duration} s for --duration 1");
+        let rate = number(row, "faults_per_sec");
+        assert!((rate - faults / duration).abs() <= 1e-3 * rate, "{name}: rate is not faults / duration");
+    }
+    // The child and nested leaves hold only the workers: memcg must see their faults.
+    for row in &summaries[1..] {
+        let memcg = number(row, "memcg_pgfault");
+        let kernel = number(row, "kernel_faults");
+        assert!(memcg > 0.0, "{}: memcg pgfault did not grow", row["placement"]);
+        assert!((memcg - kernel).abs() <= 0.01 * kernel, "{}: memcg {memcg} vs kernel {kernel}", row["placement"]);
+        assert!(row["cgroup_path"].contains(&format!("/faultscale-{pid}-")), "{}", row["cgroup_path"]);
+    }
+    assert_eq!(number(summaries[0], "ratio_vs_root"), 1.0);
+    let root_rate = number(summaries[0], "faults_per_sec");
+    for row in &summaries[1..] {
+        let expected = number(row, "faults_per_sec") / root_rate;
+        assert!((number(row, "ratio_vs_root") - expected).abs() < 1e-5);
+    }
+
+    // --per-cpu: one row per worker, summing to the summary.
+    let cpus = summaries[0]["tasks"].parse::<usize>().unwrap();
+    for summary in &summaries {
+        let workers: Vec<_> = rows
+            .iter()
+            .filter(|r| !r["cpu"].is_empty() && r["placement"] == summary["placement"])
+            .collect();
+        assert_eq!(workers.len(), cpus);
+        let sum: f64 = workers.iter().map(|r| number(r, "faults")).sum();
+        assert_eq!(sum, number(summary, "faults"));
+    }
+}
+
+#[test]
+fn perf_counters_agree_with_the_loop() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let (pid, output) = run(&["--base", "self", "--duration", "0.5", "--kernel-count", "perf", "--csv", "-"]);
+    assert_nothing_left(&base, pid);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let mut reader = csv::Reader::from_reader(output.stdout.as_slice());
+    let headers = reader.headers().unwrap().clone();
+    let column = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let mut rows = 0;
+    for record in reader.records() {
+        let record = record.unwrap();
+        let faults: f64 = record[column("faults")].parse().unwrap();
+        let kernel: f64 = record[column("kernel_faults")].parse().unwrap();
+        assert_eq!(&record[column("kernel_count_source")], "perf");
+        assert!(faults > 0.0 && (faults - kernel).abs() <= 0.01 * kernel, "loop {faults} vs perf {kernel}");
+        rows += 1;
+    }
+    assert_eq!(rows, 2);
+}
+
+#[test]
+fn csv_to_stdout_is_pure_csv() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let (pid, output) = run(&["--base", "self", "--duration", "0.3", "--cpus", "0", "--csv", "-"]);
+    assert_nothing_left(&base, pid);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let mut lines = stdout.lines();
+    assert!(lines.next().unwrap().starts_with("run_id,started_at,host,kernel,cgroup_version,workload"));
+    assert_eq!(lines.count(), 2, "{stdout}");
+    assert!(text(&output.stderr).contains("root/child overhead"));
+}
+
+#[test]
+fn a_worker_that_dies_is_reported_and_leaves_nothing() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    // A 1 TiB private mapping per iteration is refused by the kernel's overcommit check, so
+    // every worker's first mmap fails inside the measured loop.
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let (pid, output) =
+        run(&["--base", "self", "--duration", "1", "--chunk", "1T", "--csv", csv.to_str().unwrap()]);
+    assert_nothing_left(&base, pid);
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("worker") && stderr.contains("on CPU") && stderr.contains("mmap"), "{stderr}");
+    // No half-written output either.
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(leftovers.is_empty() || csv.exists(), "{leftovers:?}");
+}
+
+#[test]
+fn sigterm_mid_run_stops_workers_and_removes_cgroups() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let child = spawn(&["--base", "self", "--cgroup", "nested:2", "--duration", "30", "--csv", csv.to_str().unwrap()]);
+    let pid = child.id();
+    // Wait until its tree exists and workers run, then interrupt.
+    for _ in 0..200 {
+        if !trees_of(&base, pid).is_empty() && faultscale_processes().len() > 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let rc = unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    assert_eq!(rc, 0);
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
+    assert_eq!(output.status.code(), Some(143), "{}", text(&output.stderr));
+    // The first repetition never completed: no CSV, and no temporary file beside it.
+    let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(files.is_empty(), "{files:?}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_creates_nothing() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--cpus", "4096"], "--cpus"),
+        (&["--cpus", ""], "--cpus"),
+        (&["--cpus", "1-0"], "--cpus"),
+        (&["--duration", "0"], "--duration"),
+        (&["--duration", "-5"], "--duration"),
+        (&["--duration", "soon"], "--duration"),
+        (&["--cgroup", "nested:0"], "--cgroup"),
+        (&["--cgroup", "nested:65"], "--cgroup"),
+        (&["--cgroup", "sideways"], "--cgroup"),
+        (&["--csv", "/nonexistent-dir/out.csv"], "--csv"),
+        (&["--base", "/faultscale-no-such-cgroup"], "--base"),
+        (&["--base", "../.."], "--base"),
+        (&["--chunk", "123"], "--chunk"),
+        (&["--repeat", "0"], "--repeat"),
+    ];
+    for (args, option) in cases {
+        let mut all = vec!["--duration", "0.2"];
+        if !args.contains(&"--base") {
+            all.extend(["--base", "self"]);
+        }
+        // Later occurrences win for --duration only if given twice; avoid that.
+        if args.contains(&"--duration") {
+            all.drain(0..2);
+        }
+        all.extend(args.iter());
+        let (pid, output) = run(&all);
+        assert_nothing_left(&base, pid);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with(&format!("faultscale: error: {option}")), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn env_names_the_layout_and_cleanup_finds_nothing_of_ours() {
+    let Some(_serial) = needs_root() else { return };
+    let output = std::process::Command::new(binary()).args(["env", "--base", "self"]).output().unwrap();
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let has_v1 = mountinfo.lines().any(|l| l.contains(" - cgroup "));
+    let has_v2 = mountinfo.lines().any(|l| l.contains(" - cgroup2 "));
+    let expected = match (has_v1, has_v2) {
+        (true, true) => "layout:          hybrid",
+        (true, false) => "layout:          v1",
+        _ => "layout:          v2",
+    };
+    assert!(stdout.contains(expected), "{stdout}");
+    assert!(stdout.contains(&own_memory_cgroup().display().to_string()), "{stdout}");
+}
