@@ -7,6 +7,7 @@ use anyhow::Result;
 use crate::cgroup::{self, Leaf, Tree};
 use crate::environment::Environment;
 use crate::options::{Placement, RunOptions};
+use crate::stats;
 use crate::run::{self, Interrupted, PlacementRun, RunSpec, WorkerDied};
 use crate::workload::WorkloadSettings;
 
@@ -56,6 +57,76 @@ impl Report {
     pub fn of(&self, placement: &Placement) -> impl Iterator<Item = &Measurement> {
         self.measurements.iter().filter(move |m| &m.placement == placement)
     }
+
+    /// Statistics per placement over its repetitions, in the order given.
+    pub fn summaries<'a>(&'a self, placements: &'a [Placement]) -> Vec<PlacementSummary<'a>> {
+        placements
+            .iter()
+            .filter_map(|placement| {
+                let rates: Vec<f64> = self.of(placement).map(Measurement::faults_per_sec).collect();
+                let rate = stats::summarize(&rates)?;
+                let overheads: Vec<f64> = self
+                    .of(placement)
+                    .filter_map(|m| self.ratio_vs_root(m).map(|ratio| 1.0 / ratio))
+                    .collect();
+                Some(PlacementSummary {
+                    placement,
+                    cgroup_path: &self.of(placement).next()?.leaf.cgroup_path,
+                    faults_per_sec: rate,
+                    overhead_vs_root: if placement.is_root() { None } else { stats::ratio_interval(&overheads) },
+                })
+            })
+            .collect()
+    }
+}
+
+/// One placement over all its repetitions.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PlacementSummary<'a> {
+    #[serde(serialize_with = "placement_name")]
+    pub placement: &'a Placement,
+    pub cgroup_path: &'a str,
+    pub faults_per_sec: stats::Summary,
+    /// Root rate / this rate, per repetition, with its 95% interval.
+    pub overhead_vs_root: Option<stats::RatioInterval>,
+}
+
+fn placement_name<S: serde::Serializer>(placement: &&Placement, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&placement.name)
+}
+
+/// Warnings about figures that should not be trusted, per issue: variation, skew, stolen CPU.
+fn reliability_warnings(report: &Report, options: &RunOptions) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for summary in report.summaries(&options.placements) {
+        if summary.faults_per_sec.n > 1 && summary.faults_per_sec.cv_pct > 5.0 {
+            warnings.push(format!(
+                "{}: faults/s varies {:.1}% (CV) over {} repetitions, above 5%: the machine is noisy; ratios below that size are not resolved",
+                summary.placement.name, summary.faults_per_sec.cv_pct, summary.faults_per_sec.n
+            ));
+        }
+    }
+    let interval_ns = options.interval.as_nanos() as f64;
+    for m in &report.measurements {
+        if m.run.start_skew_ns as f64 > 0.1 * interval_ns {
+            warnings.push(format!(
+                "{} repetition {}: workers started {:.0} us apart, over 10% of the sampling interval",
+                m.placement.name,
+                m.repetition,
+                m.run.start_skew_ns as f64 / 1e3
+            ));
+        }
+        for worker in m.run.workers.iter().filter(|w| w.cpu_share < 0.95) {
+            warnings.push(format!(
+                "{} repetition {}: the worker on CPU {} ran only {:.0}% of the time: other load shares that CPU",
+                m.placement.name,
+                m.repetition,
+                worker.cpu,
+                100.0 * worker.cpu_share
+            ));
+        }
+    }
+    warnings
 }
 
 /// The order placements run in during repetition `repetition` (1-based): forward, then
@@ -65,11 +136,11 @@ pub fn order(placements: usize, repetition: u32) -> Vec<usize> {
     if repetition % 2 == 1 { forward } else { forward.into_iter().rev().collect() }
 }
 
-pub fn run(options: &RunOptions) -> Result<Report> {
+pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
     let detected = cgroup::detect()?;
     let hierarchy = detected.memory_hierarchy(options.version)?;
     let base = cgroup::resolve_base(&hierarchy, &options.base)?;
-    let env = Environment::capture(&detected, &hierarchy, &base, options);
+    let env = Environment::capture(&detected, &hierarchy, &base, options, allowed_cpus);
     let mut tree = Tree::new(hierarchy.clone(), base, env.cgroup_run_name.clone());
     let leaves = tree.build_all(&options.placements)?;
     let mut warnings = tree.take_notes();
@@ -79,6 +150,7 @@ pub fn run(options: &RunOptions) -> Result<Report> {
         workload: options.workload,
         settings: WorkloadSettings { chunk_bytes: options.chunk_bytes, page_size: options.page_size },
         duration: options.duration,
+        warmup: options.warmup,
         interval: options.interval,
         kernel_count: options.kernel_count,
     };
@@ -138,7 +210,10 @@ pub fn run(options: &RunOptions) -> Result<Report> {
             ));
         }
     }
-    Ok(Report { env, measurements, failures, warnings, interrupted })
+    let mut report = Report { env, measurements, failures, warnings, interrupted };
+    let reliability = reliability_warnings(&report, options);
+    report.warnings.extend(reliability);
+    Ok(report)
 }
 
 fn measurements_keys(measurements: &[Measurement]) -> Vec<(u32, String)> {
@@ -151,8 +226,67 @@ fn measurements_complete(repetition: u32, placements: &[Placement], done: &[(u32
 }
 
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
+    use crate::run::{KernelCountSource, Sample, WorkerResult};
+
+    /// A report as a two-CPU run of root and child over `rates.len()` repetitions would give,
+    /// with the given per-repetition (root, child) rates over 2-second measurements.
+    pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
+        let env = crate::environment::Environment::for_tests();
+        let mut measurements = Vec::new();
+        for (index, &(root, child)) in rates.iter().enumerate() {
+            for (placement, rate, path) in
+                [(Placement::root(), root, "/base"), (Placement { name: "child".into(), depth: 1 }, child, "/base/fs-child")]
+            {
+                let faults = (rate * 2.0) as u64;
+                let worker = |cpu: usize, faults: u64| WorkerResult {
+                    cpu,
+                    pid: 100 + cpu as i32,
+                    iterations: faults / 256,
+                    loop_faults: faults,
+                    kernel_faults: faults + 10,
+                    perf: None,
+                    user_us: 1,
+                    sys_us: 1_999_000,
+                    cpu_share: 1.0,
+                    start_offset_ns: 1000 * cpu as u64,
+                };
+                let run = PlacementRun {
+                    elapsed_ns: 2_000_000_000,
+                    start_skew_ns: 1000,
+                    workers: vec![worker(0, faults / 2), worker(1, faults - faults / 2)],
+                    memcg_pgfault: Some(faults + 20),
+                    kernel_source: KernelCountSource::Minflt,
+                    samples: vec![Sample { elapsed_ns: 2_000_000_000, iterations: vec![faults / 512, (faults - faults / 2) / 256] }],
+                };
+                let sequence = measurements.len();
+                measurements.push(Measurement {
+                    placement,
+                    leaf: Leaf { fs_path: path.into(), cgroup_path: path.into() },
+                    repetition: index as u32 + 1,
+                    sequence,
+                    run,
+                });
+            }
+        }
+        Report { env, measurements, failures: Vec::new(), warnings: Vec::new(), interrupted: None }
+    }
+
+    #[test]
+    fn summaries_and_ratios_come_from_paired_repetitions() {
+        let report = synthetic_report(&[(100_000.0, 90_000.0), (110_000.0, 100_000.0), (105_000.0, 95_000.0)]);
+        let placements = [Placement::root(), Placement { name: "child".into(), depth: 1 }];
+        let summaries = report.summaries(&placements);
+        assert_eq!(summaries[0].faults_per_sec.mean, 105_000.0);
+        assert!(summaries[0].overhead_vs_root.is_none());
+        let overhead = summaries[1].overhead_vs_root.unwrap();
+        let expected = (100.0 / 90.0 + 110.0 / 100.0 + 105.0 / 95.0) / 3.0;
+        assert!((overhead.mean - expected).abs() < 1e-9, "{} vs {expected}", overhead.mean);
+        assert!(overhead.excludes(1.0));
+        let child_first = report.of(&placements[1]).next().unwrap();
+        assert!((report.ratio_vs_root(child_first).unwrap() - 0.9).abs() < 1e-12);
+    }
 
     #[test]
     fn repetitions_alternate_direction() {

@@ -67,6 +67,10 @@ pub struct RunArgs {
     #[arg(long, default_value = "1", value_name = "N", allow_hyphen_values = true)]
     pub repeat: String,
 
+    /// Seconds the workers run before measuring starts; discarded
+    #[arg(long, default_value = "0", value_name = "SECS", allow_hyphen_values = true)]
+    pub warmup: String,
+
     /// Seconds between counter samples, on the monotonic clock
     #[arg(long, default_value = "1", value_name = "SECS", allow_hyphen_values = true)]
     pub interval: String,
@@ -100,6 +104,14 @@ pub struct RunArgs {
     /// Write summary rows as CSV to FILE (- for stdout)
     #[arg(long, value_name = "FILE")]
     pub csv: Option<String>,
+
+    /// Write one JSON document (environment, settings, every sample, every summary) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+
+    /// Write every per-interval sample of every worker as CSV to FILE
+    #[arg(long, value_name = "FILE")]
+    pub samples_csv: Option<String>,
 
     /// Add one CSV row per worker, with its CPU
     #[arg(long)]

@@ -20,6 +20,18 @@ pub struct Environment {
     pub base_cgroup: String,
     pub cpus: String,
     pub thp_enabled: String,
+    pub thp_defrag: String,
+    /// v1: the base's memory.use_hierarchy; v2: the cgroup2 mount options.
+    pub memory_options: String,
+    pub kernel_cmdline: String,
+    pub cpu_model: String,
+    pub online_cpus: String,
+    pub allowed_cpus: String,
+    /// cpufreq governor of the first measured CPU ("none" without cpufreq).
+    pub governor: String,
+    /// /proc/sys/kernel/randomize_va_space.
+    pub aslr: String,
+    pub command_line: String,
     pub faultscale_version: String,
     /// Prefix of every cgroup this run creates: `faultscale-<pid>-<nonce>`.
     pub cgroup_run_name: String,
@@ -76,9 +88,35 @@ pub fn iso8601_utc(time: SystemTime) -> String {
 }
 
 impl Environment {
-    pub fn capture(detected: &Detected, hierarchy: &Hierarchy, base: &Path, options: &RunOptions) -> Self {
+    pub fn capture(
+        detected: &Detected,
+        hierarchy: &Hierarchy,
+        base: &Path,
+        options: &RunOptions,
+        allowed_cpus: &[usize],
+    ) -> Self {
         let pid = std::process::id();
         let nonce = nonce();
+        let memory_options = match hierarchy.version {
+            Version::V1 => format!(
+                "use_hierarchy={}",
+                std::fs::read_to_string(base.join("memory.use_hierarchy")).map(|s| s.trim().to_string()).unwrap_or("unknown".into())
+            ),
+            Version::V2 => hierarchy.mount_options.clone(),
+        };
+        let first_cpu = options.cpus.first().copied().unwrap_or(0);
+        let governor = std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{first_cpu}/cpufreq/scaling_governor"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "none".into());
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|text| {
+                text.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown".into());
         Environment {
             run_id: format!("{pid}-{nonce:08x}"),
             started_at: iso8601_utc(SystemTime::now()),
@@ -90,8 +128,48 @@ impl Environment {
             base_cgroup: hierarchy.cgroup_path(base),
             cpus: format_cpu_list(&options.cpus),
             thp_enabled: selected_option(&read_trimmed("/sys/kernel/mm/transparent_hugepage/enabled")),
+            thp_defrag: selected_option(&read_trimmed("/sys/kernel/mm/transparent_hugepage/defrag")),
+            memory_options,
+            kernel_cmdline: read_trimmed("/proc/cmdline"),
+            cpu_model,
+            online_cpus: read_trimmed("/sys/devices/system/cpu/online"),
+            allowed_cpus: format_cpu_list(allowed_cpus),
+            governor,
+            aslr: read_trimmed("/proc/sys/kernel/randomize_va_space"),
+            command_line: std::env::args().collect::<Vec<_>>().join(" "),
             faultscale_version: env!("CARGO_PKG_VERSION").into(),
             cgroup_run_name: format!("faultscale-{pid}-{nonce:08x}"),
+        }
+    }
+}
+
+impl Environment {
+    /// Fixed values for exporter tests.
+    #[cfg(test)]
+    pub fn for_tests() -> Self {
+        let text = |s: &str| s.to_string();
+        Environment {
+            run_id: text("4242-0000abcd"),
+            started_at: text("2026-11-30T09:00:00Z"),
+            host: text("testhost"),
+            kernel: text("6.1.0"),
+            layout: Layout::Hybrid,
+            cgroup_version: Version::V1,
+            cgroup_mount: text("/sys/fs/cgroup/memory"),
+            base_cgroup: text("/base"),
+            cpus: text("0-1"),
+            thp_enabled: text("madvise"),
+            thp_defrag: text("madvise"),
+            memory_options: text("use_hierarchy=1"),
+            kernel_cmdline: text("quiet"),
+            cpu_model: text("Test CPU, 2 cores"),
+            online_cpus: text("0-1"),
+            allowed_cpus: text("0-1"),
+            governor: text("none"),
+            aslr: text("2"),
+            command_line: text("faultscale"),
+            faultscale_version: text("0.1.0"),
+            cgroup_run_name: text("faultscale-4242-0000abcd"),
         }
     }
 }

@@ -54,20 +54,27 @@ fn require_root(what: &str) -> Result<()> {
 }
 
 fn run_benchmark(args: &cli::RunArgs) -> Result<ExitCode> {
-    let options = RunOptions::from_args(args, &allowed_cpus()?)?;
+    let allowed = allowed_cpus()?;
+    let options = RunOptions::from_args(args, &allowed)?;
     require_root("measuring")?;
     // Output files are opened before anything is created, so a bad path costs nothing.
     let csv_sink = options.csv.as_ref().map(|path| export::Sink::open("--csv", path)).transpose()?;
+    let json_sink = options.json.as_ref().map(|path| export::Sink::open("--json", path)).transpose()?;
+    let samples_sink =
+        options.samples_csv.as_ref().map(|path| export::Sink::open("--samples-csv", path)).transpose()?;
 
-    let report = benchmark::run(&options)?;
+    let report = benchmark::run(&options, &allowed)?;
     for warning in &report.warnings {
         eprintln!("faultscale: warning: {warning}");
     }
     if !options.quiet {
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
-        // With --csv - the table goes to stderr so stdout stays pure CSV.
-        if matches!(options.csv, Some(options::OutputPath::Stdout)) {
+        // With an output on stdout (-) the table goes to stderr, so stdout stays parseable.
+        let stdout_taken = [&options.csv, &options.json, &options.samples_csv]
+            .iter()
+            .any(|o| matches!(o, Some(options::OutputPath::Stdout)));
+        if stdout_taken {
             export::table::write(&mut std::io::stderr(), &report, &options)?;
         } else {
             export::table::write(&mut out, &report, &options)?;
@@ -75,6 +82,22 @@ fn run_benchmark(args: &cli::RunArgs) -> Result<ExitCode> {
     }
     if let Some(sink) = csv_sink {
         let rows = export::csv::rows(&report, options.workload.name(), options.per_cpu);
+        if !rows.is_empty() {
+            sink.write_with(|out| export::csv::write(out, &rows))?;
+        }
+    }
+    if let Some(sink) = json_sink {
+        if !report.measurements.is_empty() {
+            sink.write_with(|out| export::json::write(out, &report, &options))?;
+        }
+    }
+    if let Some(sink) = samples_sink {
+        let per_iteration = workload::create(
+            options.workload,
+            workload::WorkloadSettings { chunk_bytes: options.chunk_bytes, page_size: options.page_size },
+        )
+        .faults_per_iteration();
+        let rows = export::csv::sample_rows(&report, per_iteration);
         if !rows.is_empty() {
             sink.write_with(|out| export::csv::write(out, &rows))?;
         }

@@ -175,6 +175,7 @@ pub struct RunOptions {
     pub placements: Vec<Placement>,
     pub duration: Duration,
     pub repeat: u32,
+    pub warmup: Duration,
     pub interval: Duration,
     pub cpus: Vec<usize>,
     pub workload: WorkloadKind,
@@ -183,6 +184,8 @@ pub struct RunOptions {
     pub base: BaseSpec,
     pub version: VersionChoice,
     pub csv: Option<OutputPath>,
+    pub json: Option<OutputPath>,
+    pub samples_csv: Option<OutputPath>,
     pub per_cpu: bool,
     pub quiet: bool,
     pub page_size: u64,
@@ -244,10 +247,16 @@ impl RunOptions {
             bail!("--chunk {}: at most 1T per worker", args.chunk);
         }
 
+        let to_stdout = [&args.csv, &args.json, &args.samples_csv].iter().filter(|o| o.as_deref() == Some("-")).count();
+        if to_stdout > 1 {
+            bail!("--csv, --json and --samples-csv: only one of them can write to stdout (-); give the others file names");
+        }
+
         Ok(RunOptions {
             placements,
             duration,
             repeat,
+            warmup: parse_seconds("--warmup", &args.warmup, true)?,
             interval,
             cpus,
             workload: args.workload,
@@ -256,6 +265,8 @@ impl RunOptions {
             base: BaseSpec::parse(&args.base)?,
             version: args.cgroup_version,
             csv: args.csv.as_deref().map(OutputPath::parse),
+            json: args.json.as_deref().map(OutputPath::parse),
+            samples_csv: args.samples_csv.as_deref().map(OutputPath::parse),
             per_cpu: args.per_cpu,
             quiet: args.quiet,
             page_size,

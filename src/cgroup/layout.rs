@@ -11,6 +11,7 @@ use anyhow::{Context, Result, bail};
 
 /// The cgroup API generation of one hierarchy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Version {
     V1,
     V2,
@@ -27,6 +28,7 @@ impl fmt::Display for Version {
 
 /// How the host arranged its hierarchies, the way users name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Layout {
     /// Only cgroup2 (systemd's default since 2021).
     V2,
@@ -55,6 +57,8 @@ pub struct CgroupMount {
     pub mount_root: String,
     /// v1: the controllers bound to this hierarchy (from the super options); v2: empty.
     pub controllers: Vec<String>,
+    /// The super options as mounted (v2: nsdelegate, memory_recursiveprot, ...).
+    pub options: String,
 }
 
 /// Undoes mountinfo's octal escapes (`\040` is a space).
@@ -110,6 +114,7 @@ pub fn parse_mountinfo(text: &str) -> Vec<CgroupMount> {
             mount_point: PathBuf::from(unescape_mountinfo(fields[4])),
             mount_root: unescape_mountinfo(fields[3]),
             controllers,
+            options: fields[separator + 3].to_string(),
         });
     }
     mounts
@@ -148,6 +153,8 @@ pub struct Hierarchy {
     pub mount_root: String,
     /// This process's cgroup, as /proc/self/cgroup names it (relative to the hierarchy's root).
     pub own_path: String,
+    /// The mount's super options.
+    pub mount_options: String,
 }
 
 impl Hierarchy {
@@ -230,6 +237,7 @@ impl Detected {
                 mount_point: m.mount_point.clone(),
                 mount_root: m.mount_root.clone(),
                 own_path: membership.path.clone(),
+                mount_options: m.options.clone(),
             })
         });
         let v2 = v2_mount.and_then(|m| {
@@ -239,6 +247,7 @@ impl Detected {
                 mount_point: m.mount_point.clone(),
                 mount_root: m.mount_root.clone(),
                 own_path: membership.path.clone(),
+                mount_options: m.options.clone(),
             })
         });
         let v2_controllers = v2_controllers
@@ -364,6 +373,7 @@ mod tests {
         let h = d.memory_hierarchy(VersionChoice::Auto).unwrap();
         assert_eq!(h.version, Version::V2);
         assert_eq!(h.own_path, "/user.slice/user-1000.slice/session-2.scope");
+        assert!(h.mount_options.contains("memory_recursiveprot"));
         assert!(d.memory_hierarchy(VersionChoice::V1).unwrap_err().to_string().contains("--cgroup-version v2"));
     }
 
@@ -401,6 +411,7 @@ mod tests {
             mount_point: "/sys/fs/cgroup".into(),
             mount_root: "/kubepods/pod1".into(),
             own_path: "/kubepods/pod1/app".into(),
+            mount_options: "rw".into(),
         };
         assert_eq!(h.fs_path("/kubepods/pod1/app").unwrap(), PathBuf::from("/sys/fs/cgroup/app"));
         assert_eq!(h.fs_path("/kubepods/pod1").unwrap(), PathBuf::from("/sys/fs/cgroup"));

@@ -35,6 +35,8 @@ pub struct Row<'a> {
     pub ratio_vs_root: Option<f64>,
     /// false when a stop signal ended the run before every repetition was measured.
     pub run_complete: bool,
+    pub thp_enabled: &'a str,
+    pub governor: &'a str,
 }
 
 /// Rounds to 6 significant decimals so cells stay readable without losing measured precision.
@@ -94,14 +96,121 @@ fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'a str) ->
         start_skew_us: Some(round6(m.run.start_skew_ns as f64 / 1e3)),
         ratio_vs_root: report.ratio_vs_root(m).map(round6),
         run_complete: report.interrupted.is_none(),
+        thp_enabled: &env.thp_enabled,
+        governor: &env.governor,
     }
 }
 
-pub fn write(out: &mut dyn Write, rows: &[Row]) -> Result<()> {
+/// One row per worker per sample: the loop counter since the measurement started and the
+/// rate over the interval that ended at the sample.
+#[derive(Debug, serde::Serialize)]
+pub struct SampleRow<'a> {
+    pub run_id: &'a str,
+    pub placement: &'a str,
+    pub repetition: u32,
+    pub cpu: usize,
+    pub elapsed_s: f64,
+    pub faults: u64,
+    pub interval_faults_per_sec: f64,
+}
+
+pub fn sample_rows<'a>(report: &'a Report, faults_per_iteration: u64) -> Vec<SampleRow<'a>> {
+    let mut rows = Vec::new();
+    for m in &report.measurements {
+        for (worker_index, worker) in m.run.workers.iter().enumerate() {
+            let mut previous = (0u64, 0u64);
+            for sample in &m.run.samples {
+                let faults = sample.iterations[worker_index] * faults_per_iteration;
+                let seconds = (sample.elapsed_ns - previous.0) as f64 / 1e9;
+                rows.push(SampleRow {
+                    run_id: &report.env.run_id,
+                    placement: &m.placement.name,
+                    repetition: m.repetition,
+                    cpu: worker.cpu,
+                    elapsed_s: round6(sample.elapsed_ns as f64 / 1e9),
+                    faults,
+                    interval_faults_per_sec: round6((faults - previous.1) as f64 / seconds),
+                });
+                previous = (sample.elapsed_ns, faults);
+            }
+        }
+    }
+    rows
+}
+
+pub fn write<T: serde::Serialize>(out: &mut dyn Write, rows: &[T]) -> Result<()> {
     let mut writer = ::csv::Writer::from_writer(out);
     for row in rows {
         writer.serialize(row)?;
     }
     writer.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::benchmark::tests::synthetic_report;
+
+    fn parse(bytes: &[u8]) -> (Vec<String>, Vec<Vec<String>>) {
+        let mut reader = ::csv::Reader::from_reader(bytes);
+        let headers = reader.headers().unwrap().iter().map(str::to_string).collect();
+        let records = reader.records().map(|r| r.unwrap().iter().map(str::to_string).collect()).collect();
+        (headers, records)
+    }
+
+    #[test]
+    fn summary_rows_have_the_documented_columns_and_plain_numbers() {
+        let report = synthetic_report(&[(100_000.0, 90_000.0)]);
+        let mut out = Vec::new();
+        write(&mut out, &rows(&report, "anon", false)).unwrap();
+        let (headers, records) = parse(&out);
+        let design = [
+            "run_id", "started_at", "host", "kernel", "cgroup_version", "workload", "mode", "tasks", "placement",
+            "depth", "cgroup_path", "repetition", "duration_s", "faults", "faults_per_sec",
+            "faults_per_sec_per_task", "kernel_faults", "memcg_pgfault", "start_skew_us", "ratio_vs_root",
+        ];
+        for column in design {
+            assert!(headers.iter().any(|h| h == column), "missing {column}");
+        }
+        assert_eq!(records.len(), 2);
+        let cell = |row: usize, name: &str| records[row][headers.iter().position(|h| h == name).unwrap()].clone();
+        assert_eq!(cell(0, "placement"), "root");
+        assert_eq!(cell(1, "placement"), "child");
+        assert_eq!(cell(1, "faults"), "180000");
+        assert_eq!(cell(1, "faults_per_sec"), "90000.0");
+        assert_eq!(cell(1, "faults_per_sec_per_task"), "45000.0");
+        assert_eq!(cell(1, "ratio_vs_root"), "0.9");
+        assert_eq!(cell(0, "cpu"), "");
+        assert_eq!(cell(1, "start_skew_us"), "1.0");
+        assert_eq!(cell(0, "cgroup_version"), "v1");
+        assert_eq!(cell(0, "kernel_count_source"), "minflt");
+        // Every numeric cell parses as a number: no separators, no units.
+        for name in ["faults", "faults_per_sec", "kernel_faults", "memcg_pgfault", "duration_s", "ratio_vs_root"] {
+            for row in 0..records.len() {
+                assert!(cell(row, name).parse::<f64>().is_ok(), "{name} = {}", cell(row, name));
+            }
+        }
+    }
+
+    #[test]
+    fn per_cpu_rows_follow_their_summary() {
+        let report = synthetic_report(&[(100_000.0, 90_000.0)]);
+        let mut out = Vec::new();
+        write(&mut out, &rows(&report, "anon", true)).unwrap();
+        let (headers, records) = parse(&out);
+        let cpu = headers.iter().position(|h| h == "cpu").unwrap();
+        let cpus: Vec<&str> = records.iter().map(|r| r[cpu].as_str()).collect();
+        assert_eq!(cpus, ["", "0", "1", "", "0", "1"]);
+    }
+
+    #[test]
+    fn cells_with_commas_are_quoted() {
+        let mut report = synthetic_report(&[(1.0, 1.0)]);
+        report.env.host = "a,b".into();
+        let mut out = Vec::new();
+        write(&mut out, &rows(&report, "anon", false)).unwrap();
+        let (headers, records) = parse(&out);
+        assert_eq!(records[0][headers.iter().position(|h| h == "host").unwrap()], "a,b");
+    }
 }

@@ -1,6 +1,7 @@
 //! Output formats, one a file, and the output file that is either complete or absent.
 
 pub mod csv;
+pub mod json;
 pub mod table;
 
 use std::fs::File;

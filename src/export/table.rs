@@ -5,8 +5,7 @@ use std::io::Write;
 use anyhow::Result;
 
 use crate::benchmark::Report;
-use crate::options::{Placement, RunOptions};
-use crate::stats::{ratio_interval, summarize};
+use crate::options::RunOptions;
 
 /// 1234567.8 -> "1,234,568"
 pub fn thousands(value: f64) -> String {
@@ -67,35 +66,32 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
         "{:<10} {:<path_width$} {:>12} {:>10} {:>6} {:>8}",
         "placement", "cgroup", "faults/s", "per CPU", "+-", "vs root"
     )?;
-    let root_rate = summarize(&rates(report, &Placement::root())).map(|s| s.mean);
+    let summaries = report.summaries(&options.placements);
+    let root_rate = summaries.iter().find(|s| s.placement.is_root()).map(|s| s.faults_per_sec.mean);
     for placement in &options.placements {
         if let Some(failure) = report.failures.iter().find(|f| &f.placement == placement) {
             writeln!(out, "{:<10} FAILED in repetition {}: {}", placement.name, failure.repetition, failure.reason)?;
         }
-        let Some(summary) = summarize(&rates(report, placement)) else { continue };
-        let path = shown(&report.of(placement).next().expect("summarized").leaf.cgroup_path);
-        let error = if summary.n > 1 { format!("{:.1}%", summary.rse_pct) } else { "-".into() };
+        let Some(summary) = summaries.iter().find(|s| s.placement == placement) else { continue };
+        let rate = summary.faults_per_sec;
+        let error = if rate.n > 1 { format!("{:.1}%", rate.rse_pct) } else { "-".into() };
         let vs_root = match root_rate {
-            Some(root) => format!("{:.1}%", 100.0 * summary.mean / root),
+            Some(root) => format!("{:.1}%", 100.0 * rate.mean / root),
             None => "-".into(),
         };
         writeln!(
             out,
             "{:<10} {:<path_width$} {:>12} {:>10} {:>6} {:>8}",
             placement.name,
-            path,
-            thousands(summary.mean),
-            thousands(summary.mean / options.cpus.len() as f64),
+            shown(summary.cgroup_path),
+            thousands(rate.mean),
+            thousands(rate.mean / options.cpus.len() as f64),
             error,
             vs_root
         )?;
     }
-    for placement in options.placements.iter().filter(|p| !p.is_root()) {
-        let overheads: Vec<f64> = report
-            .of(placement)
-            .filter_map(|m| report.ratio_vs_root(m).map(|ratio| 1.0 / ratio))
-            .collect();
-        let Some(interval) = ratio_interval(&overheads) else { continue };
+    for summary in &summaries {
+        let Some(interval) = summary.overhead_vs_root else { continue };
         let ci = match (interval.low, interval.high) {
             (Some(low), Some(high)) => format!(
                 "  (95% CI {:.1}-{:.1}%{})",
@@ -105,13 +101,9 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
             ),
             _ => String::new(),
         };
-        writeln!(out, "root/{} overhead: {:.1}%{ci}", placement.name, 100.0 * interval.mean)?;
+        writeln!(out, "root/{} overhead: {:.1}%{ci}", summary.placement.name, 100.0 * interval.mean)?;
     }
     Ok(())
-}
-
-fn rates(report: &Report, placement: &Placement) -> Vec<f64> {
-    report.of(placement).map(|m| m.faults_per_sec()).collect()
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ pub struct RunSpec {
     pub workload: WorkloadKind,
     pub settings: WorkloadSettings,
     pub duration: Duration,
+    pub warmup: Duration,
     pub interval: Duration,
     pub kernel_count: KernelCountSource,
 }
@@ -72,6 +73,9 @@ pub struct WorkerResult {
     pub perf: Option<PerfReading>,
     pub user_us: u64,
     pub sys_us: u64,
+    /// CPU time (user + sys) over wall time from release to stop: below 1 when something
+    /// else ran on this worker's CPU.
+    pub cpu_share: f64,
     /// When this worker entered its loop, from the release signal.
     pub start_offset_ns: u64,
 }
@@ -293,49 +297,50 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
             }
         }
     }
-    let perf_before: Vec<PerfReading> = perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
-    let memcg_before = memcg::pgfault(&leaf.fs_path);
+    let group = workers.group.expect("at least one worker");
+    let read_iterations = || -> Vec<u64> { (0..count).map(|i| slots.get(i).iterations.load(Ordering::Relaxed)).collect() };
 
     check_interrupt()?;
     let released_ns = monotonic_ns();
-    killpg(workers.group.expect("at least one worker"), signals::START_SIGNAL)
-        .map_err(|e| anyhow!("releasing workers: {e}"))?;
+    killpg(group, signals::START_SIGNAL).map_err(|e| anyhow!("releasing workers: {e}"))?;
+    let warmup_ns = spec.warmup.as_nanos() as u64;
+    if warmup_ns > 0 {
+        wait_until(released_ns + warmup_ns, &mut workers, &slots)?;
+    }
+
+    // Baselines at the start of the measured span. Without warmup the workers are still
+    // parked in sigwait when these are read (minflt from the value each stored at ready).
+    let started_ns = if warmup_ns > 0 { monotonic_ns() } else { released_ns };
+    let iterations_before = if warmup_ns > 0 { read_iterations() } else { vec![0; count] };
+    let minflt_before: Vec<u64> = (0..count)
+        .map(|i| match warmup_ns {
+            0 => slots.get(i).ready_minflt.load(Ordering::Relaxed),
+            _ => task_minflt(workers.pids[i].as_raw()).unwrap_or(0),
+        })
+        .collect();
+    let perf_before: Vec<PerfReading> = perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
+    let memcg_before = memcg::pgfault(&leaf.fs_path);
 
     let duration_ns = spec.duration.as_nanos() as u64;
     let interval_ns = spec.interval.as_nanos() as u64;
     let mut samples = Vec::new();
-    let mut next_ns = released_ns + interval_ns.min(duration_ns);
-    let stop_ns = released_ns + duration_ns;
-    loop {
-        // Checked before sleeping as well as after, since SIGCHLD may land just before; a
-        // death in the last instant before the sleep is still caught at the next sample.
-        if signals::take_child_changed() {
-            if let Some(dead) = workers.find_dead() {
-                return Err(worker_died(&mut workers, &slots, dead).into());
-            }
-        }
-        if !sleep_until(next_ns) {
-            check_interrupt()?;
-            continue;
-        }
-        check_interrupt()?;
-        if next_ns >= stop_ns {
-            break;
-        }
+    let stop_ns = started_ns + duration_ns;
+    let mut next_ns = (started_ns + interval_ns).min(stop_ns);
+    while next_ns < stop_ns {
+        wait_until(next_ns, &mut workers, &slots)?;
+        let now = monotonic_ns();
+        let iterations = read_iterations();
         samples.push(Sample {
-            elapsed_ns: monotonic_ns() - released_ns,
-            iterations: (0..count).map(|i| slots.get(i).iterations.load(Ordering::Relaxed)).collect(),
+            elapsed_ns: now - started_ns,
+            iterations: iterations.iter().zip(&iterations_before).map(|(a, b)| a - b).collect(),
         });
-        if let Some(dead) = workers.find_dead() {
-            return Err(worker_died(&mut workers, &slots, dead).into());
-        }
         next_ns = (next_ns + interval_ns).min(stop_ns);
     }
+    wait_until(stop_ns, &mut workers, &slots)?;
 
     // Stop: SIGSTOP freezes every worker at once; counters are read while they are frozen so
     // loop, perf and memcg counts describe the same instant.
     let stopped_ns = monotonic_ns();
-    let group = workers.group.expect("at least one worker");
     killpg(group, Signal::SIGSTOP).map_err(|e| anyhow!("stopping workers: {e}"))?;
     for index in 0..count {
         match workers.reap(index, libc::WUNTRACED) {
@@ -344,8 +349,9 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
             None => return Err(worker_died(&mut workers, &slots, index).into()),
         }
     }
-    let iterations: Vec<u64> = (0..count).map(|i| slots.get(i).iterations.load(Ordering::Relaxed)).collect();
-    samples.push(Sample { elapsed_ns: stopped_ns - released_ns, iterations: iterations.clone() });
+    let iterations: Vec<u64> =
+        read_iterations().iter().zip(&iterations_before).map(|(after, before)| after - before).collect();
+    samples.push(Sample { elapsed_ns: stopped_ns - started_ns, iterations: iterations.clone() });
     let perf_after: Vec<PerfReading> =
         perf.iter_mut().map(|p| p.read()).collect::<std::io::Result<_>>().map_err(|e| anyhow!("reading perf counters: {e}"))?;
     let memcg_after = memcg::pgfault(&leaf.fs_path);
@@ -368,7 +374,7 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
         });
         let kernel_faults = match perf_delta {
             Some(p) => p.page_faults,
-            None => (usage.ru_minflt as u64).saturating_sub(slots.get(index).ready_minflt.load(Ordering::Relaxed)),
+            None => (usage.ru_minflt as u64).saturating_sub(minflt_before[index]),
         };
         results.push(WorkerResult {
             cpu: spec.cpus[index],
@@ -377,15 +383,16 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
             loop_faults,
             kernel_faults,
             perf: perf_delta,
-            user_us: usage.ru_utime.tv_sec as u64 * 1_000_000 + usage.ru_utime.tv_usec as u64,
-            sys_us: usage.ru_stime.tv_sec as u64 * 1_000_000 + usage.ru_stime.tv_usec as u64,
+            cpu_share: (user_us(&usage) + sys_us(&usage)) as f64 * 1e3 / (stopped_ns - released_ns) as f64,
+            user_us: user_us(&usage),
+            sys_us: sys_us(&usage),
             start_offset_ns: start_times[index].saturating_sub(released_ns),
         });
     }
     let first = start_times.iter().copied().min().unwrap_or(0);
     let last = start_times.iter().copied().max().unwrap_or(0);
     Ok(PlacementRun {
-        elapsed_ns: stopped_ns - released_ns,
+        elapsed_ns: stopped_ns - started_ns,
         start_skew_ns: last - first,
         workers: results,
         memcg_pgfault: match (memcg_before, memcg_after) {
@@ -395,6 +402,39 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
         kernel_source: source,
         samples,
     })
+}
+
+fn user_us(usage: &libc::rusage) -> u64 {
+    usage.ru_utime.tv_sec as u64 * 1_000_000 + usage.ru_utime.tv_usec as u64
+}
+
+fn sys_us(usage: &libc::rusage) -> u64 {
+    usage.ru_stime.tv_sec as u64 * 1_000_000 + usage.ru_stime.tv_usec as u64
+}
+
+/// A running task's minor faults, field 10 of /proc/PID/stat.
+fn task_minflt(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses; fields resume after the last ')'.
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(7)?.parse().ok()
+}
+
+/// Sleeps until `deadline_ns` on the monotonic clock; returns early with an error when a stop
+/// signal arrives or a worker dies.
+fn wait_until(deadline_ns: u64, workers: &mut Workers, slots: &Slots) -> Result<()> {
+    loop {
+        // Checked before sleeping as well as after, since SIGCHLD may land just before; a
+        // death in the last instant before the sleep is still caught at the next wait.
+        if signals::take_child_changed() {
+            if let Some(dead) = workers.find_dead() {
+                return Err(worker_died(workers, slots, dead).into());
+            }
+        }
+        check_interrupt()?;
+        if sleep_until(deadline_ns) {
+            return check_interrupt();
+        }
+    }
 }
 
 fn wait_ready(workers: &mut Workers, slots: &Slots) -> Result<()> {

@@ -1,0 +1,62 @@
+//! Repetitions, warmup, sampling and the JSON document, on real runs.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn repetitions_interleave_and_json_carries_everything() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, samples, csv) = (dir.path().join("run.json"), dir.path().join("samples.csv"), dir.path().join("run.csv"));
+    let (pid, output) = run(&[
+        "--base", "self", "--cgroup", "child", "--duration", "0.6", "--warmup", "0.2", "--interval", "0.2",
+        "--repeat", "2", "--json", json.to_str().unwrap(), "--samples-csv", samples.to_str().unwrap(),
+        "--csv", csv.to_str().unwrap(),
+    ]);
+    assert_nothing_left(&base, pid);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("0.6 s x 2, interleaved"), "{stdout}");
+    assert!(stdout.contains("95% CI"), "{stdout}");
+
+    // Interleaving: repetition 1 runs root then child, repetition 2 child then root.
+    let rows = read_csv(&csv);
+    let order: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| (r["sequence"].clone(), r["repetition"].clone(), r["placement"].clone()))
+        .collect();
+    assert_eq!(
+        order,
+        [("0", "1", "root"), ("1", "1", "child"), ("2", "2", "child"), ("3", "2", "root")]
+            .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+    );
+    // Warmup is excluded: the measured span is the duration, not duration + warmup.
+    for row in &rows {
+        let duration: f64 = row["duration_s"].parse().unwrap();
+        assert!((duration - 0.6).abs() < 0.05, "{duration}");
+    }
+
+    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let env = &document["environment"];
+    for key in ["kernel", "kernel_cmdline", "layout", "cgroup_version", "memory_options", "thp_enabled", "thp_defrag",
+        "cpu_model", "online_cpus", "allowed_cpus", "governor", "aslr", "faultscale_version", "command_line"] {
+        assert!(env[key].is_string(), "environment.{key} missing: {env}");
+    }
+    assert_eq!(document["settings"]["repeat"], 2);
+    assert_eq!(document["measurements"].as_array().unwrap().len(), 4);
+    let summaries = document["summaries"].as_array().unwrap();
+    assert_eq!(summaries.len(), 2);
+    assert_eq!(summaries[1]["faults_per_sec"]["n"], 2);
+    assert!(summaries[1]["overhead_vs_root"]["low"].is_number());
+    // Three samples per measurement (0.2, 0.4, 0.6 s), per worker, each with a positive rate.
+    let first_run = &document["measurements"][0]["run"];
+    assert_eq!(first_run["samples"].as_array().unwrap().len(), 3);
+    let sample_rows = read_csv(&samples);
+    let workers = first_run["workers"].as_array().unwrap().len();
+    assert_eq!(sample_rows.len(), 4 * 3 * workers);
+    assert!(sample_rows.iter().all(|r| r["interval_faults_per_sec"].parse::<f64>().unwrap() > 0.0));
+    // Start skew is measured per repetition.
+    assert!(rows.iter().all(|r| r["start_skew_us"].parse::<f64>().unwrap() >= 0.0));
+}
