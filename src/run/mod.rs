@@ -300,26 +300,26 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
     let group = workers.group.expect("at least one worker");
     let read_iterations = || -> Vec<u64> { (0..count).map(|i| slots.get(i).iterations.load(Ordering::Relaxed)).collect() };
 
+    // Without warmup every baseline is read before the release, while the workers are still
+    // parked in sigwait, so the harness does nothing on a measured CPU right after it.
+    let warmup_ns = spec.warmup.as_nanos() as u64;
+    let mut perf_before: Vec<PerfReading> = perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
+    let mut memcg_before = memcg::pgfault(&leaf.fs_path);
+    let mut iterations_before = vec![0; count];
+    let mut minflt_before: Vec<u64> = (0..count).map(|i| slots.get(i).ready_minflt.load(Ordering::Relaxed)).collect();
+
     check_interrupt()?;
     let released_ns = monotonic_ns();
     killpg(group, signals::START_SIGNAL).map_err(|e| anyhow!("releasing workers: {e}"))?;
-    let warmup_ns = spec.warmup.as_nanos() as u64;
+    let mut started_ns = released_ns;
     if warmup_ns > 0 {
         wait_until(released_ns + warmup_ns, &mut workers, &slots)?;
+        started_ns = monotonic_ns();
+        iterations_before = read_iterations();
+        minflt_before = workers.pids.iter().map(|pid| task_minflt(pid.as_raw()).unwrap_or(0)).collect();
+        perf_before = perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
+        memcg_before = memcg::pgfault(&leaf.fs_path);
     }
-
-    // Baselines at the start of the measured span. Without warmup the workers are still
-    // parked in sigwait when these are read (minflt from the value each stored at ready).
-    let started_ns = if warmup_ns > 0 { monotonic_ns() } else { released_ns };
-    let iterations_before = if warmup_ns > 0 { read_iterations() } else { vec![0; count] };
-    let minflt_before: Vec<u64> = (0..count)
-        .map(|i| match warmup_ns {
-            0 => slots.get(i).ready_minflt.load(Ordering::Relaxed),
-            _ => task_minflt(workers.pids[i].as_raw()).unwrap_or(0),
-        })
-        .collect();
-    let perf_before: Vec<PerfReading> = perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
-    let memcg_before = memcg::pgfault(&leaf.fs_path);
 
     let duration_ns = spec.duration.as_nanos() as u64;
     let interval_ns = spec.interval.as_nanos() as u64;
