@@ -37,6 +37,8 @@ pub struct Failure {
 
 pub struct Report {
     pub env: Environment,
+    /// Every knob file written, with the value the kernel reads back.
+    pub knobs: Vec<crate::cgroup::tree::AppliedKnob>,
     pub measurements: Vec<Measurement>,
     pub failures: Vec<Failure>,
     pub warnings: Vec<String>,
@@ -144,6 +146,7 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
     let mut tree = Tree::new(hierarchy.clone(), base, env.cgroup_run_name.clone());
     let leaves = tree.build_all(&options.placements)?;
     let mut warnings = tree.take_notes();
+    let knobs = tree.take_applied();
 
     let spec = RunSpec {
         cpus: options.cpus.clone(),
@@ -210,7 +213,7 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
             ));
         }
     }
-    let mut report = Report { env, measurements, failures, warnings, interrupted };
+    let mut report = Report { env, knobs, measurements, failures, warnings, interrupted };
     let reliability = reliability_warnings(&report, options);
     report.warnings.extend(reliability);
     Ok(report)
@@ -237,7 +240,7 @@ pub mod tests {
         let mut measurements = Vec::new();
         for (index, &(root, child)) in rates.iter().enumerate() {
             for (placement, rate, path) in
-                [(Placement::root(), root, "/base"), (Placement { name: "child".into(), depth: 1 }, child, "/base/fs-child")]
+                [(Placement::root(), root, "/base"), (Placement::plain("child".into(), 1), child, "/base/fs-child")]
             {
                 let faults = (rate * 2.0) as u64;
                 let worker = |cpu: usize, faults: u64| WorkerResult {
@@ -270,13 +273,13 @@ pub mod tests {
                 });
             }
         }
-        Report { env, measurements, failures: Vec::new(), warnings: Vec::new(), interrupted: None }
+        Report { env, knobs: Vec::new(), measurements, failures: Vec::new(), warnings: Vec::new(), interrupted: None }
     }
 
     #[test]
     fn summaries_and_ratios_come_from_paired_repetitions() {
         let report = synthetic_report(&[(100_000.0, 90_000.0), (110_000.0, 100_000.0), (105_000.0, 95_000.0)]);
-        let placements = [Placement::root(), Placement { name: "child".into(), depth: 1 }];
+        let placements = [Placement::root(), Placement::plain("child".into(), 1)];
         let summaries = report.summaries(&placements);
         assert_eq!(summaries[0].faults_per_sec.mean, 105_000.0);
         assert!(summaries[0].overhead_vs_root.is_none());
@@ -298,7 +301,7 @@ pub mod tests {
 
     #[test]
     fn a_repetition_is_complete_only_with_every_placement() {
-        let placements = vec![Placement::root(), Placement { name: "child".into(), depth: 1 }];
+        let placements = vec![Placement::root(), Placement::plain("child".into(), 1)];
         let done = vec![(1, "root".to_string()), (1, "child".to_string()), (2, "child".to_string())];
         assert!(measurements_complete(1, &placements, &done));
         assert!(!measurements_complete(2, &placements, &done));

@@ -36,6 +36,13 @@ pub enum Command {
         #[arg(long, default_value = "root")]
         base: String,
     },
+    /// List the shipped cgroup profiles, or show the tree one would build on this machine
+    Profiles {
+        /// A shipped profile name or a .toml path
+        name: Option<String>,
+        #[arg(long, value_enum, default_value_t = VersionChoice::Auto)]
+        cgroup_version: VersionChoice,
+    },
     /// Remove faultscale-* cgroups left by runs whose process is gone (e.g. after SIGKILL)
     Cleanup {
         /// List what would be removed, remove nothing
@@ -51,7 +58,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Placements to measure against the root baseline, comma-separated: child, nested:N
+    /// Placements to measure against the root baseline, comma-separated: child, nested:N,
+    /// nested:A..B (a depth sweep), a shipped profile (limited, ...) or a profile .toml path
     #[arg(long, default_value = "child", value_name = "LIST")]
     pub cgroup: String,
 

@@ -7,6 +7,7 @@ mod environment;
 mod export;
 mod measure;
 mod options;
+mod profile;
 mod run;
 mod stats;
 mod workload;
@@ -25,6 +26,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => run_benchmark(&cli.run),
         Some(Command::Env { cgroup_version, base }) => print_env(cgroup_version, &base),
+        Some(Command::Profiles { name, cgroup_version }) => show_profiles(name.as_deref(), cgroup_version),
         Some(Command::Cleanup { dry_run, cgroup_version, base }) => cleanup(dry_run, cgroup_version, &base),
     };
     match result {
@@ -167,6 +169,38 @@ fn print_env(version: cgroup::VersionChoice, base: &str) -> Result<ExitCode> {
         std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim()
     );
     Ok(if usable.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn show_profiles(name: Option<&str>, version: cgroup::VersionChoice) -> Result<ExitCode> {
+    let Some(name) = name else {
+        println!("{:<10} {:>5}  {:<28} description", "name", "depth", "knobs");
+        for (shipped, _) in profile::SHIPPED {
+            let p = profile::load(shipped)?;
+            let knobs: Vec<String> = p
+                .levels
+                .iter()
+                .enumerate()
+                .flat_map(|(i, level)| level.iter().map(move |k| format!("L{}:{}={}", i + 1, k.name, k.value_text())))
+                .collect();
+            let knobs = if knobs.is_empty() { "-".to_string() } else { knobs.join(" ") };
+            println!("{:<10} {:>5}  {:<28} {}", p.name, p.levels.len(), knobs, p.description);
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let p = profile::load(name)?;
+    let hierarchy = cgroup::detect()?.memory_hierarchy(version)?;
+    println!("{}: {} (cgroup {} names; nothing is created)", p.name, p.description, hierarchy.version);
+    println!("<base>");
+    for (index, level) in p.levels.iter().enumerate() {
+        let indent = "  ".repeat(index + 1);
+        let dir = if index == 0 { format!("faultscale-<pid>-<nonce>-{}", p.name) } else { format!("level{}", index + 1) };
+        println!("{indent}{dir}/");
+        let writes = profile::writes_for(level, hierarchy.version).map_err(|e| anyhow::anyhow!("{name}: level {}: {e}", index + 1))?;
+        for write in writes {
+            println!("{indent}  {} = {}", write.file, write.value);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn cleanup(dry_run: bool, version: cgroup::VersionChoice, base: &str) -> Result<ExitCode> {

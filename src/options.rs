@@ -10,6 +10,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cgroup::{BaseSpec, VersionChoice};
 use crate::cli::RunArgs;
+use crate::profile::Knob;
 use crate::workload::WorkloadKind;
 
 /// Deepest nesting faultscale builds. Kernels allow more, but memcg charge paths past 64 levels
@@ -19,15 +20,23 @@ pub const MAX_DEPTH: u32 = 64;
 /// Where one set of workers runs, relative to the base.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
-    /// What the user wrote, normalised: `root`, `child`, `nested:3`.
+    /// What the user wrote, normalised: `root`, `child`, `nested:3`, or a profile's name.
     pub name: String,
     /// Levels below the base: 0 for root, 1 for child.
     pub depth: u32,
+    /// Knobs per level, from the top level down (empty lists for plain levels).
+    pub levels: Vec<Vec<Knob>>,
+    /// The profile it came from (`child`, `limited`, `./my.toml`), if any.
+    pub profile: Option<String>,
 }
 
 impl Placement {
     pub fn root() -> Self {
-        Placement { name: "root".into(), depth: 0 }
+        Placement { name: "root".into(), depth: 0, levels: Vec::new(), profile: None }
+    }
+
+    pub fn plain(name: String, depth: u32) -> Self {
+        Placement { name, depth, levels: vec![Vec::new(); depth as usize], profile: None }
     }
 
     pub fn is_root(&self) -> bool {
@@ -35,34 +44,55 @@ impl Placement {
     }
 }
 
-/// Parses one `--cgroup` list: `child,nested:3`.
+fn parse_depth(item: &str, text: &str) -> Result<u32> {
+    let depth: u32 = text
+        .parse()
+        .map_err(|_| anyhow!("--cgroup {item:?}: nesting depth must be a whole number from 1 to {MAX_DEPTH}"))?;
+    if !(1..=MAX_DEPTH).contains(&depth) {
+        bail!("--cgroup {item:?}: nesting depth must be from 1 to {MAX_DEPTH}");
+    }
+    Ok(depth)
+}
+
+/// Parses one `--cgroup` list: `child,nested:3,nested:1..8,limited,./my.toml`.
 pub fn parse_placements(list: &str) -> Result<Vec<Placement>> {
     let mut placements: Vec<Placement> = Vec::new();
     for item in list.split(',') {
         let item = item.trim();
-        let placement = match item {
+        let expanded: Vec<Placement> = match item {
             "" => bail!("--cgroup {list:?}: empty placement; use e.g. --cgroup child,nested:3"),
-            "root" => Placement::root(),
-            "child" => Placement { name: "child".into(), depth: 1 },
-            _ => {
-                let Some(depth_text) = item.strip_prefix("nested:") else {
-                    bail!(
-                        "--cgroup {item:?}: unknown placement; use root, child or nested:N (1 <= N <= {MAX_DEPTH})"
-                    );
-                };
-                let depth: u32 = depth_text.parse().map_err(|_| {
-                    anyhow!("--cgroup {item:?}: nesting depth must be a whole number from 1 to {MAX_DEPTH}")
-                })?;
-                if !(1..=MAX_DEPTH).contains(&depth) {
-                    bail!("--cgroup {item:?}: nesting depth must be from 1 to {MAX_DEPTH}");
+            "root" => vec![Placement::root()],
+            "child" => vec![Placement::plain("child".into(), 1)],
+            _ => match item.strip_prefix("nested:") {
+                Some(range) if range.contains("..") => {
+                    let (first, last) = range.split_once("..").expect("checked");
+                    let (first, last) = (parse_depth(item, first)?, parse_depth(item, last)?);
+                    if first > last {
+                        bail!("--cgroup {item:?}: the range runs backwards; write nested:LOW..HIGH");
+                    }
+                    (first..=last).map(|depth| Placement::plain(format!("nested:{depth}"), depth)).collect()
                 }
-                Placement { name: format!("nested:{depth}"), depth }
-            }
+                Some(depth) => {
+                    let depth = parse_depth(item, depth)?;
+                    vec![Placement::plain(format!("nested:{depth}"), depth)]
+                }
+                None => {
+                    let profile = crate::profile::load(item)?;
+                    vec![Placement {
+                        name: profile.name.clone(),
+                        depth: profile.levels.len() as u32,
+                        levels: profile.levels,
+                        profile: Some(item.to_string()),
+                    }]
+                }
+            },
         };
-        if placements.contains(&placement) {
-            bail!("--cgroup {list:?}: {} is listed twice; list each placement once", placement.name);
+        for placement in expanded {
+            if placements.iter().any(|p| p.name == placement.name) {
+                bail!("--cgroup {list:?}: {} is listed twice; list each placement once", placement.name);
+            }
+            placements.push(placement);
         }
-        placements.push(placement);
     }
     Ok(placements)
 }
@@ -305,11 +335,18 @@ mod tests {
     #[test]
     fn placements_parse_and_reject() {
         let p = parse_placements("child,nested:3").unwrap();
-        assert_eq!(p[0], Placement { name: "child".into(), depth: 1 });
-        assert_eq!(p[1], Placement { name: "nested:3".into(), depth: 3 });
+        assert_eq!(p[0], Placement::plain("child".into(), 1));
+        assert_eq!((p[1].name.as_str(), p[1].depth, p[1].levels.len()), ("nested:3", 3, 3));
+        let sweep = parse_placements("nested:1..4").unwrap();
+        assert_eq!(sweep.iter().map(|p| p.depth).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        let limited = parse_placements("limited").unwrap();
+        assert_eq!(limited[0].profile.as_deref(), Some("limited"));
+        assert_eq!(limited[0].levels[0][0].name, "memory.max");
+        assert!(parse_placements("nested:4..2").is_err());
+        assert!(parse_placements("nested:2,nested:1..3").is_err());
         assert_eq!(parse_placements("root").unwrap(), vec![Placement::root()]);
         assert_eq!(parse_placements("nested:64").unwrap()[0].depth, 64);
-        for bad in ["nested:0", "nested:65", "nested:x", "nested:-1", "grandchild", "", "child,,root", "child,child"] {
+        for bad in ["nested:0", "nested:65", "nested:x", "nested:-1", "grandchild", "", "child,,root", "child,child", "nested:1..65"] {
             assert!(parse_placements(bad).is_err(), "{bad} accepted");
         }
     }

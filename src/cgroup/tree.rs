@@ -14,6 +14,7 @@ use anyhow::{Result, anyhow, bail};
 use super::fs as cgfs;
 use super::{Hierarchy, Version};
 use crate::options::Placement;
+use crate::profile;
 
 /// The cgroup one placement's workers run in.
 #[derive(Debug, Clone)]
@@ -21,6 +22,17 @@ pub struct Leaf {
     pub fs_path: PathBuf,
     /// Hierarchy-relative, as /proc/PID/cgroup shows it.
     pub cgroup_path: String,
+}
+
+/// A knob file written for a placement, with what the kernel reads back (it rounds some).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AppliedKnob {
+    pub placement: String,
+    pub cgroup_path: String,
+    pub knob: String,
+    pub file: String,
+    pub written: String,
+    pub read_back: String,
 }
 
 pub struct Tree {
@@ -33,11 +45,12 @@ pub struct Tree {
     /// take it away again.
     enabled_memory_in_base: bool,
     notes: Vec<String>,
+    applied: Vec<AppliedKnob>,
 }
 
 impl Tree {
     pub fn new(hierarchy: Hierarchy, base: PathBuf, run_name: String) -> Self {
-        Tree { hierarchy, base, run_name, created: Vec::new(), enabled_memory_in_base: false, notes: Vec::new() }
+        Tree { hierarchy, base, run_name, created: Vec::new(), enabled_memory_in_base: false, notes: Vec::new(), applied: Vec::new() }
     }
 
     /// What the tree did outside its own directories, for the user to read.
@@ -45,9 +58,21 @@ impl Tree {
         std::mem::take(&mut self.notes)
     }
 
+    pub fn take_applied(&mut self) -> Vec<AppliedKnob> {
+        std::mem::take(&mut self.applied)
+    }
+
     /// Creates every placement's cgroups up front, so any cgroup error ends the run before a
-    /// worker exists.
+    /// worker exists. Every knob is mapped to this version first, so a profile that cannot be
+    /// built here fails before anything is created.
     pub fn build_all(&mut self, placements: &[Placement]) -> Result<Vec<Leaf>> {
+        for placement in placements {
+            for (index, level) in placement.levels.iter().enumerate() {
+                profile::writes_for(level, self.hierarchy.version).map_err(|e| {
+                    anyhow!("--cgroup {}: level {}: {e}", placement.profile.as_deref().unwrap_or(&placement.name), index + 1)
+                })?;
+            }
+        }
         if self.hierarchy.version == Version::V2 {
             self.check_v2_base(placements)?;
         }
@@ -113,6 +138,7 @@ impl Tree {
             std::fs::create_dir(&dir).map_err(|e| anyhow!("creating cgroup {}: {e}", dir.display()))?;
             self.created.push(dir.clone());
             let is_leaf = level == placement.depth;
+            let knobs = placement.levels.get(level as usize - 1).map(Vec::as_slice).unwrap_or(&[]);
             match self.hierarchy.version {
                 Version::V1 => {
                     if !dir.join("memory.stat").is_file() {
@@ -131,6 +157,22 @@ impl Tree {
                         }
                     }
                 }
+            }
+            for write in profile::writes_for(knobs, self.hierarchy.version)? {
+                let file = dir.join(&write.file);
+                if !file.is_file() {
+                    bail!("{}: no such knob file here; the kernel lacks {} (see `faultscale env`)", file.display(), write.knob);
+                }
+                cgfs::write(&file, &write.value)?;
+                let read_back = cgfs::read(&file)?.trim().to_string();
+                self.applied.push(AppliedKnob {
+                    placement: placement.name.clone(),
+                    cgroup_path: self.hierarchy.cgroup_path(&dir),
+                    knob: write.knob,
+                    file: write.file,
+                    written: write.value,
+                    read_back,
+                });
             }
         }
         Ok(Leaf { cgroup_path: self.hierarchy.cgroup_path(&dir), fs_path: dir })

@@ -19,6 +19,8 @@ pub struct Row<'a> {
     pub tasks: usize,
     pub placement: &'a str,
     pub depth: u32,
+    /// The profile the placement came from (name or path); empty for plain placements.
+    pub profile: &'a str,
     pub cgroup_path: &'a str,
     pub repetition: u32,
     pub sequence: usize,
@@ -82,6 +84,7 @@ fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'a str) ->
         tasks,
         placement: &m.placement.name,
         depth: m.placement.depth,
+        profile: m.placement.profile.as_deref().unwrap_or(""),
         cgroup_path: &m.leaf.cgroup_path,
         repetition: m.repetition,
         sequence: m.sequence,

@@ -45,6 +45,7 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
             "page_size": options.page_size,
             "kernel_count": options.kernel_count.name(),
         },
+        "knobs": report.knobs,
         "measurements": measurements,
         "summaries": report.summaries(&options.placements),
         "failures": failures,

@@ -61,6 +61,10 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
     };
     let path_width =
         report.measurements.iter().map(|m| shown(&m.leaf.cgroup_path).len()).max().unwrap_or(6).max(6);
+    for knob in &report.knobs {
+        let rounded = if knob.read_back != knob.written { format!(" (kernel reads back {})", knob.read_back) } else { String::new() };
+        writeln!(out, "knob: {} {}/{} = {}{rounded}", knob.placement, shown(&knob.cgroup_path), knob.file, knob.written)?;
+    }
     writeln!(
         out,
         "{:<10} {:<path_width$} {:>12} {:>10} {:>6} {:>8}",

@@ -1,0 +1,103 @@
+//! Every shipped profile built for real on this machine's memory controller.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn shipped_profiles_build_apply_their_knobs_and_vanish() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let v1 = std::fs::read_to_string("/proc/self/cgroup").unwrap().lines().any(|l| l.contains(":memory:"));
+    let profiles: &[&str] = if v1 {
+        &["child", "nested-2", "nested-4", "nested-8", "limited", "protected"]
+    } else {
+        &["child", "nested-2", "nested-4", "nested-8", "limited", "high", "protected"]
+    };
+    for profile in profiles {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("run.json");
+        // Started with a pipe we can read while it runs, to look at the knob files live.
+        let (pid, output) = run(&[
+            "--base", "self", "--cgroup", profile, "--duration", "1", "--json", json.to_str().unwrap(),
+        ]);
+        assert_nothing_left(&base, pid);
+        assert!(output.status.success(), "{profile}: {}", text(&output.stderr));
+        let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let expected = faultscale_profile_depth(profile);
+        let m = &document["measurements"].as_array().unwrap()[1];
+        assert_eq!(m["depth"], expected, "{profile}");
+        for knob in document["knobs"].as_array().unwrap() {
+            assert_eq!(knob["written"], knob["read_back"], "{profile}: {knob}");
+        }
+        assert!(m["faults_per_sec"].as_f64().unwrap() > 0.0);
+    }
+    // v2-only knobs are a clear error on v1, and nothing is created.
+    if v1 {
+        let (pid, output) = run(&["--base", "self", "--cgroup", "high", "--duration", "0.2"]);
+        assert_nothing_left(&base, pid);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1));
+        assert!(stderr.contains("memory.high has no cgroup v1 equivalent"), "{stderr}");
+    }
+}
+
+#[test]
+fn knob_files_hold_the_written_values_during_the_run() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let child = spawn(&["--base", "self", "--cgroup", "protected", "--duration", "2", "--no-baseline"]);
+    let pid = child.id();
+    let mut top = None;
+    for _ in 0..200 {
+        if let Some(t) = trees_of(&base, pid).into_iter().next() {
+            top = Some(t);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let top = top.expect("the protected tree appears");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let v1 = top.join("memory.limit_in_bytes").exists();
+    let (limit_file, low_file) =
+        if v1 { ("memory.limit_in_bytes", "memory.soft_limit_in_bytes") } else { ("memory.max", "memory.low") };
+    let read = |p: std::path::PathBuf| std::fs::read_to_string(p).unwrap().trim().to_string();
+    assert_eq!(read(top.join(limit_file)), (64u64 << 20).to_string());
+    assert_eq!(read(top.join("level2").join(low_file)), (8u64 << 20).to_string());
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+}
+
+#[test]
+fn bad_profiles_fail_before_anything_is_created() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("unknown.toml", "name = \"u\"\n[[level]]\n\"memory.maxx\" = \"1M\"\n", "unknown.toml:3: unknown knob"),
+        ("badsize.toml", "name = \"b\"\n[[level]]\n\"memory.max\" = \"lots\"\n", "badsize.toml:3:"),
+        ("empty.toml", "", "missing field `name`"),
+        ("newline.toml", "name = \"n\"\n[[level]]\n\"memory.max\" = \"1M\\nmemory.high\"\n", "newline.toml:3:"),
+    ];
+    for (file, body, expected) in cases {
+        let path = dir.path().join(file);
+        std::fs::write(&path, body).unwrap();
+        let (pid, output) = run(&["--base", "self", "--cgroup", path.to_str().unwrap(), "--duration", "0.2"]);
+        assert_nothing_left(&base, pid);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{file}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{file}: {stderr}");
+        assert!(stderr.contains(expected), "{file}: {stderr}");
+    }
+}
+
+fn faultscale_profile_depth(profile: &str) -> u64 {
+    match profile {
+        "child" | "limited" | "high" => 1,
+        "nested-2" | "protected" => 2,
+        "nested-4" => 4,
+        "nested-8" => 8,
+        other => panic!("{other}"),
+    }
+}
