@@ -71,7 +71,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "10", value_name = "SECS", allow_hyphen_values = true)]
     pub duration: String,
 
-    /// Measure every placement N times, interleaved (forward, then backward)
+    /// Measure every placement N times, interleaved (forward, then backward). The table's +-
+    /// is perf stat's: the relative standard error, 100 x stddev / sqrt(N) / mean
     #[arg(long, default_value = "1", value_name = "N", allow_hyphen_values = true)]
     pub repeat: String,
 
