@@ -9,7 +9,6 @@ use crate::environment::Environment;
 use crate::options::{Placement, RunOptions};
 use crate::stats;
 use crate::run::{self, Interrupted, PlacementRun, RunSpec, WorkerDied};
-use crate::workload::WorkloadSettings;
 
 /// One placement measured once.
 #[derive(Debug, Clone)]
@@ -151,7 +150,7 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
     let spec = RunSpec {
         cpus: options.cpus.clone(),
         workload: options.workload,
-        settings: WorkloadSettings { chunk_bytes: options.chunk_bytes, page_size: options.page_size },
+        settings: options.workload_settings(),
         duration: options.duration,
         warmup: options.warmup,
         interval: options.interval,
@@ -179,7 +178,7 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
                 }),
                 Err(e) => {
                     if let Some(Interrupted(signal)) = e.downcast_ref::<Interrupted>() {
-                        interrupted = Some(*signal);
+                        interrupted = Some((*signal, repetition));
                         break 'repetitions;
                     }
                     match e.downcast::<WorkerDied>() {
@@ -196,10 +195,10 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
         }
     }
     // A stop signal ends the run with its completed repetitions only.
-    if interrupted.is_some() {
-        let done = measurements_keys(&measurements);
-        measurements.retain(|m| measurements_complete(m.repetition, &options.placements, &done));
+    if let Some((_, repetition)) = interrupted {
+        keep_completed(&mut measurements, repetition);
     }
+    let interrupted = interrupted.map(|(signal, _)| signal);
     tree.remove()?;
     for m in &measurements {
         let loop_faults = m.run.loop_faults();
@@ -219,13 +218,9 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
     Ok(report)
 }
 
-fn measurements_keys(measurements: &[Measurement]) -> Vec<(u32, String)> {
-    measurements.iter().map(|m| (m.repetition, m.placement.name.clone())).collect()
-}
-
-/// Whether every placement was measured in `repetition`.
-fn measurements_complete(repetition: u32, placements: &[Placement], done: &[(u32, String)]) -> bool {
-    placements.iter().all(|p| done.iter().any(|(r, name)| *r == repetition && *name == p.name))
+/// Drops the measurements of the repetition a stop signal cut short; earlier ones are whole.
+fn keep_completed(measurements: &mut Vec<Measurement>, interrupted_in: u32) {
+    measurements.retain(|m| m.repetition < interrupted_in);
 }
 
 #[cfg(test)]
@@ -301,9 +296,11 @@ pub mod tests {
 
     #[test]
     fn a_repetition_is_complete_only_with_every_placement() {
-        let placements = vec![Placement::root(), Placement::plain("child".into(), 1)];
-        let done = vec![(1, "root".to_string()), (1, "child".to_string()), (2, "child".to_string())];
-        assert!(measurements_complete(1, &placements, &done));
-        assert!(!measurements_complete(2, &placements, &done));
+        // Repetition 2 was interrupted after its first placement.
+        let mut measurements = synthetic_report(&[(1.0, 1.0), (1.0, 1.0)]).measurements;
+        measurements.pop();
+        keep_completed(&mut measurements, 2);
+        assert!(measurements.iter().all(|m| m.repetition == 1));
+        assert_eq!(measurements.len(), 2);
     }
 }

@@ -94,11 +94,7 @@ fn run_benchmark(args: &cli::RunArgs) -> Result<ExitCode> {
         }
     }
     if let Some(sink) = samples_sink {
-        let per_iteration = workload::create(
-            options.workload,
-            workload::WorkloadSettings { chunk_bytes: options.chunk_bytes, page_size: options.page_size },
-        )
-        .faults_per_iteration();
+        let per_iteration = workload::create(options.workload, options.workload_settings()).faults_per_iteration();
         let rows = export::csv::sample_rows(&report, per_iteration);
         if !rows.is_empty() {
             sink.write_with(|out| export::csv::write(out, &rows))?;

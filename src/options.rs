@@ -222,6 +222,10 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
+    pub fn workload_settings(&self) -> crate::workload::WorkloadSettings {
+        crate::workload::WorkloadSettings { chunk_bytes: self.chunk_bytes, page_size: self.page_size }
+    }
+
     /// Validates the arguments against this machine's allowed CPU set.
     pub fn from_args(args: &RunArgs, allowed_cpus: &[usize]) -> Result<Self> {
         let mut placements = parse_placements(&args.cgroup)?;

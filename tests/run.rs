@@ -15,11 +15,10 @@ fn root_child_and_nested_rows_with_agreeing_counts() {
     let base = own_memory_cgroup();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
-    let (pid, output) = run(&[
+    let (pid, output) = run_clean(&base, &[
         "--base", "self", "--cgroup", "child,nested:3", "--duration", "1", "--csv",
         csv.to_str().unwrap(), "--per-cpu",
     ]);
-    assert_nothing_left(&base, pid);
     assert!(output.status.success(), "stderr: {}", text(&output.stderr));
 
     let stdout = text(&output.stdout);
@@ -77,8 +76,7 @@ fn root_child_and_nested_rows_with_agreeing_counts() {
 fn perf_counters_agree_with_the_loop() {
     let Some(_serial) = needs_root() else { return };
     let base = own_memory_cgroup();
-    let (pid, output) = run(&["--base", "self", "--duration", "0.5", "--kernel-count", "perf", "--csv", "-"]);
-    assert_nothing_left(&base, pid);
+    let (_, output) = run_clean(&base, &["--base", "self", "--duration", "0.5", "--kernel-count", "perf", "--csv", "-"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let mut reader = csv::Reader::from_reader(output.stdout.as_slice());
     let headers = reader.headers().unwrap().clone();
@@ -99,8 +97,7 @@ fn perf_counters_agree_with_the_loop() {
 fn csv_to_stdout_is_pure_csv() {
     let Some(_serial) = needs_root() else { return };
     let base = own_memory_cgroup();
-    let (pid, output) = run(&["--base", "self", "--duration", "0.3", "--cpus", "0", "--csv", "-"]);
-    assert_nothing_left(&base, pid);
+    let (_, output) = run_clean(&base, &["--base", "self", "--duration", "0.3", "--cpus", "0", "--csv", "-"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let stdout = text(&output.stdout);
     let mut lines = stdout.lines();
@@ -117,15 +114,15 @@ fn a_worker_that_dies_is_reported_and_leaves_nothing() {
     // every worker's first mmap fails inside the measured loop.
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
-    let (pid, output) =
-        run(&["--base", "self", "--duration", "1", "--chunk", "1T", "--csv", csv.to_str().unwrap()]);
-    assert_nothing_left(&base, pid);
+    let (_, output) =
+        run_clean(&base, &["--base", "self", "--duration", "1", "--chunk", "1T", "--csv", csv.to_str().unwrap()]);
     assert!(!output.status.success());
     let stderr = text(&output.stderr);
     assert!(stderr.contains("worker") && stderr.contains("on CPU") && stderr.contains("mmap"), "{stderr}");
     // No half-written output either.
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
-    assert!(leftovers.is_empty() || csv.exists(), "{leftovers:?}");
+    // Every placement failed, so there is no row to write: no CSV and no temporary file.
+    let leftovers = files_in(dir.path());
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[test]
@@ -150,7 +147,7 @@ fn sigterm_mid_run_stops_workers_and_removes_cgroups() {
     assert_nothing_left(&base, pid);
     assert_eq!(output.status.code(), Some(143), "{}", text(&output.stderr));
     // The first repetition never completed: no CSV, and no temporary file beside it.
-    let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    let files = files_in(dir.path());
     assert!(files.is_empty(), "{files:?}");
 }
 
@@ -184,8 +181,7 @@ fn bad_input_is_one_line_and_creates_nothing() {
             all.drain(0..2);
         }
         all.extend(args.iter());
-        let (pid, output) = run(&all);
-        assert_nothing_left(&base, pid);
+        let (_, output) = run_clean(&base, &all);
         let stderr = text(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");

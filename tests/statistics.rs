@@ -10,12 +10,11 @@ fn repetitions_interleave_and_json_carries_everything() {
     let base = own_memory_cgroup();
     let dir = tempfile::tempdir().unwrap();
     let (json, samples, csv) = (dir.path().join("run.json"), dir.path().join("samples.csv"), dir.path().join("run.csv"));
-    let (pid, output) = run(&[
+    let (_, output) = run_clean(&base, &[
         "--base", "self", "--cgroup", "child", "--duration", "0.6", "--warmup", "0.2", "--interval", "0.2",
         "--repeat", "2", "--json", json.to_str().unwrap(), "--samples-csv", samples.to_str().unwrap(),
         "--csv", csv.to_str().unwrap(),
     ]);
-    assert_nothing_left(&base, pid);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let stdout = text(&output.stdout);
     assert!(stdout.contains("0.6 s x 2, interleaved"), "{stdout}");

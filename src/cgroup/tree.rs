@@ -46,11 +46,13 @@ pub struct Tree {
     enabled_memory_in_base: bool,
     notes: Vec<String>,
     applied: Vec<AppliedKnob>,
+    /// The process that built the tree: only it removes it, never a forked copy.
+    owner: u32,
 }
 
 impl Tree {
     pub fn new(hierarchy: Hierarchy, base: PathBuf, run_name: String) -> Self {
-        Tree { hierarchy, base, run_name, created: Vec::new(), enabled_memory_in_base: false, notes: Vec::new(), applied: Vec::new() }
+        Tree { hierarchy, base, run_name, created: Vec::new(), enabled_memory_in_base: false, notes: Vec::new(), applied: Vec::new(), owner: std::process::id() }
     }
 
     /// What the tree did outside its own directories, for the user to read.
@@ -220,6 +222,9 @@ pub fn remove_cgroup_dir(dir: &Path) -> std::io::Result<()> {
 
 impl Drop for Tree {
     fn drop(&mut self) {
+        if std::process::id() != self.owner {
+            return;
+        }
         if let Err(e) = self.remove() {
             eprintln!("faultscale: warning: {e:#}");
         }

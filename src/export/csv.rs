@@ -155,8 +155,11 @@ mod tests {
     use super::*;
     use crate::benchmark::tests::synthetic_report;
 
-    fn parse(bytes: &[u8]) -> (Vec<String>, Vec<Vec<String>>) {
-        let mut reader = ::csv::Reader::from_reader(bytes);
+    /// The report written as CSV and read back: headers and records.
+    fn written(report: &Report, per_cpu: bool) -> (Vec<String>, Vec<Vec<String>>) {
+        let mut out = Vec::new();
+        write(&mut out, &rows(report, "anon", per_cpu)).unwrap();
+        let mut reader = ::csv::Reader::from_reader(out.as_slice());
         let headers = reader.headers().unwrap().iter().map(str::to_string).collect();
         let records = reader.records().map(|r| r.unwrap().iter().map(str::to_string).collect()).collect();
         (headers, records)
@@ -165,9 +168,7 @@ mod tests {
     #[test]
     fn summary_rows_have_the_documented_columns_and_plain_numbers() {
         let report = synthetic_report(&[(100_000.0, 90_000.0)]);
-        let mut out = Vec::new();
-        write(&mut out, &rows(&report, "anon", false)).unwrap();
-        let (headers, records) = parse(&out);
+        let (headers, records) = written(&report, false);
         let design = [
             "run_id", "started_at", "host", "kernel", "cgroup_version", "workload", "mode", "tasks", "placement",
             "depth", "cgroup_path", "repetition", "duration_s", "faults", "faults_per_sec",
@@ -199,9 +200,7 @@ mod tests {
     #[test]
     fn per_cpu_rows_follow_their_summary() {
         let report = synthetic_report(&[(100_000.0, 90_000.0)]);
-        let mut out = Vec::new();
-        write(&mut out, &rows(&report, "anon", true)).unwrap();
-        let (headers, records) = parse(&out);
+        let (headers, records) = written(&report, true);
         let cpu = headers.iter().position(|h| h == "cpu").unwrap();
         let cpus: Vec<&str> = records.iter().map(|r| r[cpu].as_str()).collect();
         assert_eq!(cpus, ["", "0", "1", "", "0", "1"]);
@@ -211,9 +210,7 @@ mod tests {
     fn cells_with_commas_are_quoted() {
         let mut report = synthetic_report(&[(1.0, 1.0)]);
         report.env.host = "a,b".into();
-        let mut out = Vec::new();
-        write(&mut out, &rows(&report, "anon", false)).unwrap();
-        let (headers, records) = parse(&out);
+        let (headers, records) = written(&report, false);
         assert_eq!(records[0][headers.iter().position(|h| h == "host").unwrap()], "a,b");
     }
 }

@@ -141,6 +141,18 @@ pub fn run(args: &[&str]) -> (u32, Output) {
     (pid, output)
 }
 
+/// Runs faultscale to completion under `base` and asserts it left no cgroup and no process.
+pub fn run_clean(base: &Path, args: &[&str]) -> (u32, Output) {
+    let (pid, output) = run(args);
+    assert_nothing_left(base, pid);
+    (pid, output)
+}
+
+/// Names of the files in a directory (an output directory must hold no temporary leftovers).
+pub fn files_in(dir: &Path) -> Vec<std::ffi::OsString> {
+    std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name()).collect()
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
