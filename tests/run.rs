@@ -91,6 +91,17 @@ fn perf_counters_agree_with_the_loop() {
         rows += 1;
     }
     assert_eq!(rows, 2);
+    // perf stat's block on the terminal (stderr here, since the CSV owns stdout); hardware
+    // counters either count or say so.
+    let stderr = text(&output.stderr);
+    for line in ["msec task-clock", "context-switches", "cpu-migrations", "page-faults"] {
+        assert!(stderr.contains(line), "{line}: {stderr}");
+    }
+    for hardware in ["cycles", "instructions"] {
+        let line = stderr.lines().find(|l| l.trim_end().ends_with(hardware)).unwrap_or_else(|| panic!("{hardware}: {stderr}"));
+        let value = line.split_whitespace().next().unwrap();
+        assert!(value == "<not" || value.replace(',', "").parse::<u64>().is_ok(), "{line}");
+    }
 }
 
 #[test]

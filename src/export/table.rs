@@ -5,7 +5,9 @@ use std::io::Write;
 use anyhow::Result;
 
 use crate::benchmark::Report;
-use crate::options::RunOptions;
+use crate::measure::perf::PerfReading;
+use crate::options::{Placement, RunOptions};
+use crate::stats::summarize;
 
 /// 1234567.8 -> "1,234,568"
 pub fn thousands(value: f64) -> String {
@@ -106,6 +108,50 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
             _ => String::new(),
         };
         writeln!(out, "root/{} overhead: {:.1}%{ci}", summary.placement.name, 100.0 * interval.mean)?;
+    }
+    for placement in &options.placements {
+        perf_stat_block(out, report, placement)?;
+    }
+    Ok(())
+}
+
+/// perf stat's block for one placement: counters summed over its workers, averaged over its
+/// repetitions, with perf's `( +- x% )` where there are several.
+fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement) -> Result<()> {
+    let runs: Vec<_> = report.of(placement).filter(|m| m.run.workers.iter().all(|w| w.perf.is_some())).collect();
+    let Some(first) = runs.first() else { return Ok(()) };
+    let sum = |m: &crate::benchmark::Measurement, get: &dyn Fn(&PerfReading) -> Option<u64>| -> Option<f64> {
+        m.run.workers.iter().map(|w| get(w.perf.as_ref().expect("filtered")).map(|v| v as f64)).sum()
+    };
+    writeln!(
+        out,
+        "\n perf counters, {} ({} workers, mean of {} repetition{}):",
+        placement.name,
+        first.run.workers.len(),
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" }
+    )?;
+    let rows: [(&str, &dyn Fn(&PerfReading) -> Option<u64>); 6] = [
+        ("task-clock", &|p| Some(p.task_clock_ns)),
+        ("context-switches", &|p| Some(p.context_switches)),
+        ("cpu-migrations", &|p| Some(p.cpu_migrations)),
+        ("page-faults", &|p| Some(p.page_faults)),
+        ("cycles", &|p| p.cycles),
+        ("instructions", &|p| p.instructions),
+    ];
+    for (name, get) in rows {
+        let values: Option<Vec<f64>> = runs.iter().map(|m| sum(m, get)).collect();
+        let Some(stats) = values.as_deref().and_then(summarize) else {
+            writeln!(out, " {:>18}      {name}", "<not supported>")?;
+            continue;
+        };
+        let error = if stats.n > 1 { format!("  ( +- {:.2}% )", stats.rse_pct) } else { String::new() };
+        if name == "task-clock" {
+            let cpus = stats.mean / first.run.elapsed_ns as f64;
+            writeln!(out, " {:>18} msec {name}  # {cpus:.3} CPUs utilized{error}", format!("{:.2}", stats.mean / 1e6))?;
+        } else {
+            writeln!(out, " {:>18}      {name}{error}", thousands(stats.mean))?;
+        }
     }
     Ok(())
 }

@@ -286,7 +286,12 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
     let mut source = spec.kernel_count;
     for &pid in workers.pids.iter().take(if source == KernelCountSource::Perf { count } else { 0 }) {
         match WorkerPerf::open(pid.as_raw()).and_then(|mut p| p.enable().map(|_| p)) {
-            Ok(counters) => perf.push(counters),
+            Ok(counters) => {
+                if !counters.has_hardware_counters() {
+                    warn("cycles, instructions: not supported on this machine (perf hardware counters); software counters only".into());
+                }
+                perf.push(counters)
+            }
             Err(e) => {
                 warn(format!(
                     "perf software counters unavailable ({e}); kernel fault counts come from the tasks' minflt (rusage) instead"
@@ -366,12 +371,7 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
             .reap(index, 0)
             .ok_or_else(|| anyhow!("worker {} vanished before it was reaped", workers.pids[index]))?;
         let loop_faults = iterations[index] * faults_per_iteration;
-        let perf_delta = (source == KernelCountSource::Perf).then(|| PerfReading {
-            page_faults: perf_after[index].page_faults - perf_before[index].page_faults,
-            task_clock_ns: perf_after[index].task_clock_ns - perf_before[index].task_clock_ns,
-            context_switches: perf_after[index].context_switches - perf_before[index].context_switches,
-            cpu_migrations: perf_after[index].cpu_migrations - perf_before[index].cpu_migrations,
-        });
+        let perf_delta = (source == KernelCountSource::Perf).then(|| perf_after[index].since(&perf_before[index]));
         let kernel_faults = match perf_delta {
             Some(p) => p.page_faults,
             None => (usage.ru_minflt as u64).saturating_sub(minflt_before[index]),
