@@ -157,7 +157,7 @@ fn print_env(version: cgroup::VersionChoice, base: &str) -> Result<ExitCode> {
     println!(
         "THP enabled:     {}",
         environment::selected_option(
-            &std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default()
+            &std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_else(|_| "unavailable".into())
         )
     );
     println!(

@@ -16,6 +16,11 @@ pub fn binary() -> PathBuf {
     assert_cmd::cargo::cargo_bin("faultscale")
 }
 
+/// One heavy test at a time (guests, measuring runs).
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Root and a writable v1/v2 memory cgroup are required; without them the test fails with a
 /// message saying so, unless FAULTSCALE_SKIP_ROOT_TESTS=1 asks to skip (returns None).
 pub fn needs_root() -> Option<MutexGuard<'static, ()>> {
@@ -33,7 +38,7 @@ pub fn needs_root() -> Option<MutexGuard<'static, ()>> {
         "this test needs the memory cgroup it runs in ({}) to be visible; see `faultscale env`",
         base.display()
     );
-    Some(SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    Some(serial())
 }
 
 fn nix_is_root() -> bool {

@@ -1,0 +1,56 @@
+#!/bin/sh
+# What runs inside the guest, at the guest's TRUE root cgroup (--base root). Every command's
+# output, CSV/JSON and exit code go to $FS_OUT on the host; tests/guest.rs asserts on them.
+B="$FS_BIN"
+O="$FS_OUT"
+cg=/sys/fs/cgroup
+[ "$FS_MODE" = v1 ] && cg=/sys/fs/cgroup/memory
+
+run() { # name, args...
+    name=$1; shift
+    "$B" "$@" > "$O/$name.out" 2> "$O/$name.err"
+    echo $? > "$O/$name.rc"
+}
+
+run env env
+[ "$FS_MODE" = v2 ] && cat $cg/cgroup.subtree_control > "$O/subtree_before.txt"
+
+# Root vs child vs nested:4 at the true root.
+run main --base root --cgroup child,nested:4 --duration 0.5 --csv "$O/main.csv" --json "$O/main.json"
+
+# Every shipped profile whose knobs this version has.
+profiles="child nested-2 nested-4 nested-8 limited protected"
+[ "$FS_MODE" = v2 ] && profiles="$profiles high"
+for p in $profiles; do
+    run "profile-$p" --base root --cgroup "$p" --duration 0.3 --json "$O/profile-$p.json"
+done
+[ "$FS_MODE" = v1 ] && run profile-high-v1 --base root --cgroup high --duration 0.3
+
+# A facility the guest kernel lacks: perf events. faultscale must say so and fall back.
+run perf --base root --cgroup child --duration 0.3 --kernel-count perf --csv "$O/perf.csv"
+
+if [ "$FS_MODE" = v2 ]; then
+    # faultscale enabled +memory at the root for its runs and must have disabled it again.
+    cat $cg/cgroup.subtree_control > "$O/subtree_after.txt"
+    # From here on the guest plays the administrator who delegates: memory is enabled for
+    # the root's children, so /busy and /deleg below have the memory controller.
+    echo +memory > $cg/cgroup.subtree_control
+    # No-internal-processes rule: a non-root base holding a process cannot give its children
+    # memory; faultscale must refuse, name the rule, and create nothing.
+    mkdir $cg/busy
+    sleep 60 &
+    sleeper=$!
+    echo $sleeper > $cg/busy/cgroup.procs
+    run busy --base /busy --cgroup child --no-baseline --duration 0.3
+    kill $sleeper
+    wait $sleeper 2>/dev/null
+    # A delegated, empty cgroup works with --no-baseline; +memory is enabled for the run and
+    # disabled again afterwards; the baseline inside it is refused.
+    mkdir $cg/deleg
+    run deleg --base /deleg --cgroup child,nested:2 --no-baseline --duration 0.3 --csv "$O/deleg.csv"
+    cat $cg/deleg/cgroup.subtree_control > "$O/deleg_subtree_after.txt"
+    run deleg-baseline --base /deleg --cgroup child --duration 0.3
+    rmdir $cg/busy $cg/deleg
+fi
+
+find $cg -name 'faultscale-*' > "$O/leftovers.txt"

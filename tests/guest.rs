@@ -1,0 +1,134 @@
+//! Pure cgroup v2 and pure v1 at the TRUE root cgroup, inside a real Linux kernel:
+//! user-mode-linux boots as an ordinary process (scripts/guest-run), mounts its cgroups
+//! guest-side and runs the built faultscale (scripts/guest/scenario.sh). The host's root cgroup
+//! is never touched.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use common::*;
+
+fn boot(mode: &str) -> tempfile::TempDir {
+    let out = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/guest-run");
+    let status = std::process::Command::new(script)
+        .args([mode, out.path().to_str().unwrap(), binary().to_str().unwrap()])
+        .status()
+        .expect("running scripts/guest-run (needs bash and Debian's user-mode-linux)");
+    let console = std::fs::read_to_string(out.path().join("console.log")).unwrap_or_default();
+    assert!(status.success(), "guest {mode} failed: {status}\n{console}");
+    assert!(!out.path().join("init-failed.txt").exists(), "{}", read(out.path(), "init-failed.txt"));
+    eprintln!("guest {mode}: {} s from boot to power-off", read(out.path(), "guest_seconds.txt").trim());
+    out
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn rc(dir: &Path, name: &str) -> i32 {
+    read(dir, &format!("{name}.rc")).trim().parse().unwrap()
+}
+
+fn json(dir: &Path, name: &str) -> serde_json::Value {
+    serde_json::from_str(&read(dir, name)).unwrap()
+}
+
+fn number(row: &HashMap<String, String>, column: &str) -> f64 {
+    row[column].parse().unwrap_or_else(|_| panic!("{column}: {:?}", row[column]))
+}
+
+/// What both layouts must show: rows at the true root, the child's memcg counter, every
+/// profile built with its knobs read back, the perf fallback, and nothing left.
+fn common_assertions(dir: &Path, layout_line: &str, profiles: &[&str], knob_files: &[&str]) {
+    assert_eq!(rc(dir, "scenario"), 0, "{}", read(dir, "scenario.log"));
+    assert_eq!(rc(dir, "env"), 0);
+    assert!(read(dir, "env.out").contains(layout_line), "{}", read(dir, "env.out"));
+
+    assert_eq!(rc(dir, "main"), 0, "{}", read(dir, "main.err"));
+    let rows = read_csv(&dir.join("main.csv"));
+    let placements: Vec<(&str, &str)> = rows.iter().map(|r| (r["placement"].as_str(), r["depth"].as_str())).collect();
+    assert_eq!(placements, [("root", "0"), ("child", "1"), ("nested:4", "4")]);
+    assert_eq!(rows[0]["cgroup_path"], "/", "the baseline runs in the true root");
+    for row in &rows {
+        assert!(number(row, "faults_per_sec") > 0.0);
+        // Inside the guest perf is missing; minflt is the kernel count.
+        let (faults, kernel) = (number(row, "faults"), number(row, "kernel_faults"));
+        assert!((faults - kernel).abs() <= 0.01 * kernel + 256.0, "loop {faults} vs kernel {kernel}");
+    }
+    for row in &rows[1..] {
+        let memcg = number(row, "memcg_pgfault");
+        let kernel = number(row, "kernel_faults");
+        assert!(memcg > 0.0 && (memcg - kernel).abs() <= 0.02 * kernel, "{}: memcg {memcg} vs {kernel}", row["placement"]);
+    }
+
+    for profile in profiles {
+        let name = format!("profile-{profile}");
+        assert_eq!(rc(dir, &name), 0, "{profile}: {}", read(dir, &format!("{name}.err")));
+        let document = json(dir, &format!("{name}.json"));
+        for knob in document["knobs"].as_array().unwrap() {
+            assert_eq!(knob["written"], knob["read_back"], "{profile}: {knob}");
+            assert!(knob_files.contains(&knob["file"].as_str().unwrap()), "{profile}: {knob}");
+        }
+        let knobs = document["knobs"].as_array().unwrap().len();
+        match *profile {
+            "limited" | "high" => assert_eq!(knobs, 1, "{profile}"),
+            "protected" => assert_eq!(knobs, 2, "{profile}"),
+            _ => assert_eq!(knobs, 0, "{profile}"),
+        }
+    }
+
+    // Degradation: no perf events in this kernel; said, and minflt used instead.
+    assert_eq!(rc(dir, "perf"), 0);
+    assert!(read(dir, "perf.err").contains("perf software counters unavailable"), "{}", read(dir, "perf.err"));
+    for row in read_csv(&dir.join("perf.csv")) {
+        assert_eq!(row["kernel_count_source"], "minflt");
+        assert!(number(&row, "kernel_faults") > 0.0);
+    }
+
+    assert_eq!(read(dir, "leftovers.txt"), "", "faultscale cgroups left in the guest");
+}
+
+#[test]
+fn pure_v2_at_the_true_root() {
+    let _serial = serial();
+    let out = boot("v2");
+    let dir = out.path();
+    common_assertions(
+        dir,
+        "layout:          v2",
+        &["child", "nested-2", "nested-4", "nested-8", "limited", "protected", "high"],
+        &["memory.max", "memory.high", "memory.low"],
+    );
+    // +memory at the root was enabled for the run, said, and taken back.
+    assert!(read(dir, "main.err").contains("enabled memory in /sys/fs/cgroup/cgroup.subtree_control"));
+    assert_eq!(read(dir, "subtree_before.txt"), read(dir, "subtree_after.txt"));
+    // No-internal-processes: a base with a process is refused with the rule named.
+    assert_eq!(rc(dir, "busy"), 1);
+    assert!(read(dir, "busy.err").contains("no-internal-processes"), "{}", read(dir, "busy.err"));
+    // A delegated empty base works without a baseline, and is left as found.
+    assert_eq!(rc(dir, "deleg"), 0, "{}", read(dir, "deleg.err"));
+    let rows = read_csv(&dir.join("deleg.csv"));
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r["cgroup_path"].starts_with("/deleg/faultscale-")));
+    assert_eq!(read(dir, "deleg_subtree_after.txt").trim(), "");
+    assert_eq!(rc(dir, "deleg-baseline"), 1);
+    assert!(read(dir, "deleg-baseline.err").contains("--no-baseline"));
+}
+
+#[test]
+fn pure_v1_at_the_true_root() {
+    let _serial = serial();
+    let out = boot("v1");
+    let dir = out.path();
+    common_assertions(
+        dir,
+        "layout:          v1",
+        &["child", "nested-2", "nested-4", "nested-8", "limited", "protected"],
+        &["memory.limit_in_bytes", "memory.soft_limit_in_bytes"],
+    );
+    assert_eq!(rc(dir, "profile-high-v1"), 1);
+    assert!(read(dir, "profile-high-v1.err").contains("memory.high has no cgroup v1 equivalent"));
+}
