@@ -7,6 +7,7 @@ use anyhow::Result;
 use crate::cgroup::{self, Leaf, Tree};
 use crate::environment::Environment;
 use crate::options::{Placement, RunOptions};
+use crate::measure::memcg;
 use crate::stats;
 use crate::run::{self, Interrupted, PlacementRun, RunSpec, WorkerDied};
 
@@ -145,6 +146,9 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
     let mut tree = Tree::new(hierarchy.clone(), base, env.cgroup_run_name.clone());
     let leaves = tree.build_all(&options.placements)?;
     let mut warnings = tree.take_notes();
+    warnings.extend(other_runs().into_iter().map(|pid| {
+        format!("another faultscale run (pid {pid}) is running on this machine: CPUs are shared and both measurements are disturbed")
+    }));
     let knobs = tree.take_applied();
 
     let spec = RunSpec {
@@ -160,6 +164,8 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
     let mut failures = Vec::new();
     let mut interrupted = None;
     let mut sequence = 0;
+    let mut oom_kills_seen: std::collections::HashMap<usize, u64> =
+        leaves.iter().enumerate().map(|(i, leaf)| (i, memcg::oom_kills(&leaf.fs_path).unwrap_or(0))).collect();
     'repetitions: for repetition in 1..=options.repeat {
         for index in order(options.placements.len(), repetition) {
             let placement = &options.placements[index];
@@ -182,11 +188,19 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
                         break 'repetitions;
                     }
                     match e.downcast::<WorkerDied>() {
-                        Ok(died) => failures.push(Failure {
-                            placement: placement.clone(),
-                            repetition,
-                            reason: died.0,
-                        }),
+                        Ok(died) => {
+                            // Name an OOM kill from the memcg's own counter, not a guess.
+                            let leaf = &leaves[index];
+                            let kills = memcg::oom_kills(&leaf.fs_path).unwrap_or(0);
+                            let seen = oom_kills_seen.entry(index).or_insert(0);
+                            let reason = if kills > *seen {
+                                format!("{}; the OOM killer ran in {} (oom_kill {kills})", died.0, leaf.cgroup_path)
+                            } else {
+                                died.0
+                            };
+                            *seen = kills;
+                            failures.push(Failure { placement: placement.clone(), repetition, reason })
+                        }
                         Err(e) => return Err(e.context(format!("measuring {}", placement.name))),
                     }
                 }
@@ -221,6 +235,32 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
     let reliability = reliability_warnings(&report, options);
     report.warnings.extend(reliability);
     Ok(report)
+}
+
+/// Harness processes of other faultscale runs: processes named faultscale whose parent is not
+/// a faultscale process (that excludes every run's workers) and that are not this process.
+fn other_runs() -> Vec<u32> {
+    let own = std::process::id();
+    let comm_and_parent = |pid: u32| -> Option<(String, u32)> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let comm = stat[stat.find('(')? + 1..stat.rfind(')')?].to_string();
+        let parent = stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()?;
+        Some((comm, parent))
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut pids: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != own)
+        .filter(|&pid| match comm_and_parent(pid) {
+            Some((comm, parent)) if comm == "faultscale" => {
+                comm_and_parent(parent).map(|(parent_comm, _)| parent_comm != "faultscale").unwrap_or(true)
+            }
+            _ => false,
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
 }
 
 /// Drops the measurements of the repetition a stop signal cut short; earlier ones are whole.

@@ -21,7 +21,14 @@ use cli::{Cli, Command};
 use options::RunOptions;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        Err(e) => {
+            eprintln!("faultscale: error: {}", one_line(&e.to_string()));
+            return ExitCode::from(2);
+        }
+    };
     run::signals::install();
     let result = match cli.command {
         None => run_benchmark(&cli.run),
@@ -41,6 +48,17 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// clap's usage errors span several lines; the message, the valid values and a hint fit on one.
+fn one_line(message: &str) -> String {
+    let parts: Vec<&str> = message
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("Usage:") && !line.starts_with("For more information"))
+        .map(|line| line.strip_prefix("error: ").unwrap_or(line))
+        .collect();
+    format!("{} (see --help)", parts.join(" "))
 }
 
 fn allowed_cpus() -> Result<Vec<usize>> {

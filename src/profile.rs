@@ -274,6 +274,75 @@ mod tests {
     }
 
     #[test]
+    fn deeply_nested_toml_is_an_error_not_a_crash() {
+        for depth in [100, 10_000, 200_000] {
+            let arrays = format!("name = \"x\"\nv = {}{}\n", "[".repeat(depth), "]".repeat(depth));
+            assert!(parse("deep.toml", &arrays).is_err(), "depth {depth}");
+            let tables = format!("name = \"x\"\nv = {}1{}\n", "{a = ".repeat(depth), "}".repeat(depth));
+            assert!(parse("deep.toml", &tables).is_err(), "depth {depth}");
+        }
+    }
+
+    mod fuzz {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        /// Profile-shaped text: known and unknown keys, sizes good and bad, stray bytes.
+        fn profileish() -> impl Strategy<Value = String> {
+            let key = prop_oneof![
+                Just("\"memory.max\"".to_string()),
+                Just("\"memory.low\"".to_string()),
+                Just("\"memory.oom.group\"".to_string()),
+                Just("name".to_string()),
+                "[a-z.\"]{0,12}",
+            ];
+            let value = prop_oneof![
+                Just("\"max\"".to_string()),
+                "[0-9]{0,25}[KMGTkmgt]?".prop_map(|v| format!("\"{v}\"")),
+                "-?[0-9]{0,22}",
+                "\"[^\"]{0,20}\"",
+                Just("\"1M\\nmemory.high\"".to_string()),
+            ];
+            let line = prop_oneof![
+                (key, value).prop_map(|(k, v)| format!("{k} = {v}")),
+                Just("[[level]]".to_string()),
+                ".{0,30}",
+            ];
+            proptest::collection::vec(line, 0..20).prop_map(|lines| lines.join("\n"))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 20_000, failure_persistence: None, ..ProptestConfig::default() })]
+
+            #[test]
+            fn profile_parsing_never_panics_and_errors_are_one_line(text in profileish()) {
+                match parse("fuzz.toml", &text) {
+                    Ok(profile) => {
+                        prop_assert!(profile.levels.len() <= MAX_DEPTH as usize);
+                        for knob in profile.levels.iter().flatten() {
+                            prop_assert!(KNOWN_KNOBS.contains(&knob.name.as_str()));
+                            // A knob value is a number or max: nothing else can reach a file.
+                            let written = knob.value_text();
+                            prop_assert!(written == "max" || written.bytes().all(|b| b.is_ascii_digit()));
+                        }
+                    }
+                    Err(e) => {
+                        let message = format!("{e:#}");
+                        prop_assert!(message.starts_with("fuzz.toml"), "{}", message);
+                        prop_assert!(!message.contains('\n'), "{}", message);
+                    }
+                }
+            }
+
+            #[test]
+            fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+                let text = String::from_utf8_lossy(&bytes);
+                let _ = parse("fuzz.toml", &text);
+            }
+        }
+    }
+
+    #[test]
     fn unknown_names_list_what_exists() {
         let err = load("nosuch").unwrap_err().to_string();
         assert!(err.contains("limited") && err.contains("nested:N"), "{err}");

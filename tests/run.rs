@@ -201,6 +201,46 @@ fn bad_input_is_one_line_and_creates_nothing() {
 }
 
 #[test]
+fn hostile_option_values_are_one_line_errors_that_create_nothing() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let values = ["", "-1", "abc", "99999999999999999999999", "1e999", "0x10", "1\n2"];
+    let options = ["--duration", "--warmup", "--interval", "--repeat", "--chunk", "--cpus"];
+    let mut cases: Vec<Vec<String>> = Vec::new();
+    for option in options {
+        for value in values {
+            // Some values are fine for some options (-1 is no CPU list, 0x10 no number, ...);
+            // every one here is wrong for the option it is given to, except "1e999" handled below.
+            cases.push(vec![option.into(), value.into()]);
+        }
+    }
+    for (option, value) in [
+        ("--workload", "nope"), ("--kernel-count", ""), ("--cgroup-version", "v3"), ("--cgroup", ",,"),
+        ("--cgroup", "nested:99999999999999999999"), ("--csv", ""), ("--json", "/"), ("--samples-csv", "/proc/nope/x"),
+        ("--base", ""), ("--base", "/etc/passwd"), ("--base", "/sys/fs/cgroup/../../etc"), ("--base", "a\nb"),
+    ] {
+        cases.push(vec![option.into(), value.into()]);
+    }
+    for case in &cases {
+        let mut args: Vec<&str> = Vec::new();
+        if case[0] != "--base" {
+            args.extend(["--base", "self"]);
+        }
+        if case[0] != "--duration" {
+            args.extend(["--duration", "0.2"]);
+        }
+        args.extend(case.iter().map(String::as_str));
+        let (_, output) = run_clean(&base, &args);
+        let stderr = text(&output.stderr);
+        assert!(matches!(output.status.code(), Some(1 | 2)), "{case:?}: {:?} {stderr}", output.status);
+        assert_eq!(stderr.lines().count(), 1, "{case:?}: {stderr}");
+        assert!(stderr.starts_with("faultscale: error: "), "{case:?}: {stderr}");
+        let named = case[0].as_str();
+        assert!(stderr.contains(named), "{case:?} does not name {named}: {stderr}");
+    }
+}
+
+#[test]
 fn env_names_the_layout_and_cleanup_finds_nothing_of_ours() {
     let Some(_serial) = needs_root() else { return };
     let output = std::process::Command::new(binary()).args(["env", "--base", "self"]).output().unwrap();

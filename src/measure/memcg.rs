@@ -13,3 +13,11 @@ pub fn pgfault(cgroup_dir: &Path) -> Option<u64> {
     let text = std::fs::read_to_string(cgroup_dir.join("memory.stat")).ok()?;
     stat_value(&text, "pgfault")
 }
+
+/// How many tasks the OOM killer has killed in this cgroup (v2 memory.events, v1
+/// memory.oom_control; both name the counter oom_kill).
+pub fn oom_kills(cgroup_dir: &Path) -> Option<u64> {
+    ["memory.events", "memory.oom_control"]
+        .iter()
+        .find_map(|file| stat_value(&std::fs::read_to_string(cgroup_dir.join(file)).ok()?, "oom_kill"))
+}

@@ -1,0 +1,207 @@
+//! Never leave a trace: stop signals at every phase, SIGKILL and `cleanup`, OOM-killed and
+//! failing workers, concurrent runs.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn signal(pid: u32, signal: i32) {
+    assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0, "kill({pid}, {signal})");
+}
+
+/// Waits until run `pid` has built its tree and started its workers.
+fn wait_running(base: &std::path::Path, pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if !trees_of(base, pid).is_empty() && faultscale_processes().len() > 1 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("run {pid} did not start");
+}
+
+#[test]
+fn each_stop_signal_in_each_phase_cleans_up_with_its_exit_code() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    // (signal, exit code, args, delay after the run is up)
+    let cases: &[(i32, i32, &[&str], u64)] = &[
+        (libc::SIGINT, 130, &["--cgroup", "nested:3", "--duration", "30"], 200),
+        (libc::SIGTERM, 143, &["--cgroup", "child", "--warmup", "30", "--duration", "1"], 200),
+        (libc::SIGHUP, 129, &["--cgroup", "child,nested:2", "--duration", "30"], 0),
+    ];
+    for &(sig, code, args, delay) in cases {
+        let mut all = vec!["--base", "self"];
+        all.extend(args);
+        let child = spawn(&all);
+        let pid = child.id();
+        wait_running(&base, pid);
+        std::thread::sleep(Duration::from_millis(delay));
+        signal(pid, sig);
+        let output = child.wait_with_output().unwrap();
+        assert_nothing_left(&base, pid);
+        assert_eq!(output.status.code(), Some(code), "signal {sig}: {}", text(&output.stderr));
+        assert!(text(&output.stderr).contains("interrupted by SIG"), "{}", text(&output.stderr));
+    }
+}
+
+#[test]
+fn a_signal_during_setup_leaves_nothing() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    // Sent as soon as the process exists: it lands during option checks, cgroup creation or
+    // forking, whichever the process has reached.
+    for delay_us in [0u64, 500, 2000, 5000] {
+        let child = spawn(&["--base", "self", "--cgroup", "nested:8", "--duration", "5"]);
+        let pid = child.id();
+        std::thread::sleep(Duration::from_micros(delay_us));
+        signal(pid, libc::SIGTERM);
+        let output = child.wait_with_output().unwrap();
+        assert_nothing_left(&base, pid);
+        // Either killed before the handler was installed, or handled: 143 either way.
+        let status = output.status;
+        use std::os::unix::process::ExitStatusExt;
+        assert!(status.code() == Some(143) || status.signal() == Some(libc::SIGTERM), "{status:?}");
+    }
+}
+
+#[test]
+fn a_second_ctrl_c_does_not_abandon_cleanup_and_completed_repetitions_are_kept() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let json = dir.path().join("out.json");
+    let child = spawn(&[
+        "--base", "self", "--cgroup", "child", "--duration", "0.4", "--repeat", "20", "--csv",
+        csv.to_str().unwrap(), "--json", json.to_str().unwrap(),
+    ]);
+    let pid = child.id();
+    wait_running(&base, pid);
+    // Repetition 1 (two placements of 0.4 s) is complete after about a second.
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(pid, libc::SIGINT);
+    signal(pid, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(1));
+    signal(pid, libc::SIGINT);
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
+    assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
+    let rows = read_csv(&csv);
+    assert!(!rows.is_empty());
+    assert_eq!(rows.len() % 2, 0, "only whole repetitions are written");
+    assert!(rows.iter().all(|r| r["run_complete"] == "false"));
+    let repetitions: Vec<u32> = rows.iter().map(|r| r["repetition"].parse().unwrap()).collect();
+    assert!(*repetitions.iter().max().unwrap() < 20);
+    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(document["complete"], false);
+    assert_eq!(files_in(dir.path()).len(), 2, "no temporary files beside the outputs");
+}
+
+#[test]
+fn sigkill_leaves_empty_cgroups_that_cleanup_removes() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let child = spawn(&["--base", "self", "--cgroup", "child,nested:4", "--duration", "30"]);
+    let pid = child.id();
+    wait_running(&base, pid);
+    std::thread::sleep(Duration::from_millis(200));
+    signal(pid, libc::SIGKILL);
+    let output = child.wait_with_output().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(output.status.signal(), Some(libc::SIGKILL));
+    // Workers die with the harness (PDEATHSIG); the trees stay, empty.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !faultscale_processes().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(faultscale_processes().is_empty(), "workers outlived the harness");
+    let trees = trees_of(&base, pid);
+    assert_eq!(trees.len(), 2, "{trees:?}");
+
+    let dry = std::process::Command::new(binary()).args(["cleanup", "--base", "self", "--dry-run"]).output().unwrap();
+    assert!(dry.status.success());
+    for tree in &trees {
+        assert!(text(&dry.stdout).contains(&format!("would remove {}", tree.display())), "{}", text(&dry.stdout));
+        assert!(tree.exists(), "--dry-run removed {}", tree.display());
+    }
+    let real = std::process::Command::new(binary()).args(["cleanup", "--base", "self"]).output().unwrap();
+    assert!(real.status.success(), "{}", text(&real.stderr));
+    assert_nothing_left(&base, pid);
+}
+
+#[test]
+fn cleanup_keeps_trees_of_live_runs_and_trees_with_processes() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    // A live run's tree is kept.
+    let child = spawn(&["--base", "self", "--cgroup", "child", "--duration", "3"]);
+    let pid = child.id();
+    wait_running(&base, pid);
+    let cleanup = std::process::Command::new(binary()).args(["cleanup", "--base", "self"]).output().unwrap();
+    assert!(text(&cleanup.stdout).contains(&format!("still alive")), "{}", text(&cleanup.stdout));
+    assert!(!trees_of(&base, pid).is_empty(), "cleanup removed a live run's tree");
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_nothing_left(&base, pid);
+
+    // A tree named as a dead run's but holding a process is kept too. The test builds it under
+    // its own cgroup with a sleeping process in it, and removes it afterwards.
+    let dead_pid = 4_000_000; // above pid_max: never alive
+    let tree = base.join(format!("faultscale-{dead_pid}-feedface-child"));
+    std::fs::create_dir(&tree).unwrap();
+    let mut sleeper = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    std::fs::write(tree.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    let cleanup = std::process::Command::new(binary()).args(["cleanup", "--base", "self"]).output().unwrap();
+    let kept = tree.exists();
+    // Put the sleeper back in the test's own cgroup before judging, so the tree can go.
+    std::fs::write(base.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    let removed_after = std::process::Command::new(binary()).args(["cleanup", "--base", "self"]).output().unwrap();
+    assert!(kept, "cleanup removed a tree with a process in it");
+    assert!(text(&cleanup.stdout).contains("still has processes"), "{}", text(&cleanup.stdout));
+    assert!(text(&removed_after.stdout).contains("removed"), "{}", text(&removed_after.stdout));
+    assert!(!tree.exists());
+}
+
+#[test]
+fn an_oom_killed_worker_is_reported_for_its_placement_and_the_others_still_report() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("tiny.toml");
+    // 2 MiB of memory and 8 MiB touched per iteration, without swap: the OOM killer must act.
+    std::fs::write(&profile, "name = \"tiny\"\ndescription = \"OOM on purpose\"\n[[level]]\n\"memory.max\" = \"2M\"\n").unwrap();
+    let csv = dir.path().join("out.csv");
+    let (_, output) = run_clean(
+        &base,
+        &["--base", "self", "--cgroup", profile.to_str().unwrap(), "--chunk", "8M", "--duration", "1", "--csv", csv.to_str().unwrap()],
+    );
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("tiny repetition 1: worker") && stderr.contains("the OOM killer ran in"), "{stderr}");
+    let rows = read_csv(&csv);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["placement"], "root");
+}
+
+#[test]
+fn two_runs_at_once_do_not_clash_and_the_second_warns() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let first = spawn(&["--base", "self", "--cgroup", "child", "--duration", "2"]);
+    let first_pid = first.id();
+    wait_running(&base, first_pid);
+    let (second_pid, second) = run(&["--base", "self", "--cgroup", "child", "--duration", "0.3"]);
+    let first = first.wait_with_output().unwrap();
+    assert_nothing_left(&base, first_pid);
+    assert_nothing_left(&base, second_pid);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    assert!(second.status.success(), "{}", text(&second.stderr));
+    let warning = format!("another faultscale run (pid {first_pid}) is running");
+    assert!(text(&second.stderr).contains(&warning), "{}", text(&second.stderr));
+}
