@@ -9,6 +9,7 @@ use crate::environment::Environment;
 use crate::options::{Placement, RunOptions};
 use crate::measure::memcg;
 use crate::stats;
+use crate::run::files::RunFiles;
 use crate::run::{self, Interrupted, PlacementRun, RunSpec, WorkerDied};
 
 /// One placement measured once.
@@ -39,6 +40,10 @@ pub struct Report {
     pub env: Environment,
     /// Every knob file written, with the value the kernel reads back.
     pub knobs: Vec<crate::cgroup::tree::AppliedKnob>,
+    /// Where the file workloads' files were, and on which filesystem.
+    pub files: Option<String>,
+    /// What the rates count: faults, or loops for mmap-file.
+    pub unit: crate::workload::Unit,
     pub measurements: Vec<Measurement>,
     pub failures: Vec<Failure>,
     pub warnings: Vec<String>,
@@ -151,10 +156,15 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
     }));
     let knobs = tree.take_applied();
 
+    let files = options
+        .workload
+        .needs_files()
+        .then(|| RunFiles::create(&options.tmpdir, &env.cgroup_run_name, options.workload, options.page_size))
+        .transpose()?;
+    let files_note = files.as_ref().map(|f| format!("{} ({})", f.path().display(), f.filesystem()));
     let spec = RunSpec {
         cpus: options.cpus.clone(),
-        workload: options.workload,
-        settings: options.workload_settings(),
+        settings: options.workload_settings(files.as_ref().map(|f| f.path().to_path_buf())),
         duration: options.duration,
         warmup: options.warmup,
         interval: options.interval,
@@ -217,11 +227,11 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
     // SIGSTOP freezes each worker mid-iteration: the kernel has counted up to one iteration's
     // faults per worker that the loop counter has not. That much difference is the protocol,
     // not a disagreement; anything beyond it and 1% is.
-    let per_iteration = crate::workload::create(options.workload, options.workload_settings()).faults_per_iteration();
-    for m in &measurements {
+    let shape = crate::workload::shape(&spec.settings);
+    for m in measurements.iter().filter(|_| shape.exact) {
         let loop_faults = m.run.loop_faults();
         let kernel_faults = m.run.kernel_faults();
-        let in_flight = (m.run.workers.len() as u64 * per_iteration) as f64;
+        let in_flight = (m.run.workers.len() as u64 * shape.per_iteration) as f64;
         if kernel_faults > 0 && loop_faults.abs_diff(kernel_faults) as f64 > 0.01 * kernel_faults as f64 + in_flight {
             warnings.push(format!(
                 "{} repetition {}: loop counted {loop_faults} faults, the kernel {kernel_faults} ({:+.2}%): the loop is not the only source of faults, or faults are missed",
@@ -231,7 +241,8 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
             ));
         }
     }
-    let mut report = Report { env, knobs, measurements, failures, warnings, interrupted };
+    drop(files);
+    let mut report = Report { env, knobs, files: files_note, unit: shape.unit, measurements, failures, warnings, interrupted };
     let reliability = reliability_warnings(&report, options);
     report.warnings.extend(reliability);
     Ok(report)
@@ -313,7 +324,7 @@ pub mod tests {
                 });
             }
         }
-        Report { env, knobs: Vec::new(), measurements, failures: Vec::new(), warnings: Vec::new(), interrupted: None }
+        Report { env, knobs: Vec::new(), files: None, unit: crate::workload::Unit::Faults, measurements, failures: Vec::new(), warnings: Vec::new(), interrupted: None }
     }
 
     #[test]

@@ -4,7 +4,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::cgroup::VersionChoice;
 use crate::run::KernelCountSource;
-use crate::workload::WorkloadKind;
+use crate::workload::{ThpMode, WorkloadKind};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -91,6 +91,19 @@ pub struct RunArgs {
     /// The loop each worker runs
     #[arg(long, value_enum, default_value_t = WorkloadKind::Anon)]
     pub workload: WorkloadKind,
+
+    /// Bytes usemem allocates per iteration and fork's children write (K, M, G suffixes)
+    #[arg(long, default_value = "64M", value_name = "SIZE", allow_hyphen_values = true)]
+    pub size: String,
+
+    /// THP for the workers' anonymous memory; never keeps every fault a base-page fault
+    #[arg(long, value_enum, default_value_t = ThpMode::Never)]
+    pub thp: ThpMode,
+
+    /// Directory for the file workloads' files (a run directory is made in it and removed);
+    /// /dev/shm for tmpfs, /tmp or a disk path for a disk filesystem
+    #[arg(long, default_value = "/tmp", value_name = "DIR")]
+    pub tmpdir: String,
 
     /// Bytes each anon iteration maps, touches page by page and unmaps (K, M, G suffixes)
     #[arg(long, default_value = "1M", value_name = "SIZE", allow_hyphen_values = true)]

@@ -112,7 +112,7 @@ fn run_benchmark(args: &cli::RunArgs) -> Result<ExitCode> {
         }
     }
     if let Some(sink) = samples_sink {
-        let per_iteration = workload::create(options.workload, options.workload_settings()).faults_per_iteration();
+        let per_iteration = workload::shape(&options.workload_settings(None)).per_iteration;
         let rows = export::csv::sample_rows(&report, per_iteration);
         if !rows.is_empty() {
             sink.write_with(|out| export::csv::write(out, &rows))?;

@@ -211,6 +211,9 @@ pub struct RunOptions {
     pub workload: WorkloadKind,
     pub kernel_count: crate::run::KernelCountSource,
     pub chunk_bytes: u64,
+    pub size_bytes: u64,
+    pub thp: crate::workload::ThpMode,
+    pub tmpdir: PathBuf,
     pub base: BaseSpec,
     pub version: VersionChoice,
     pub csv: Option<OutputPath>,
@@ -222,8 +225,16 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
-    pub fn workload_settings(&self) -> crate::workload::WorkloadSettings {
-        crate::workload::WorkloadSettings { chunk_bytes: self.chunk_bytes, page_size: self.page_size }
+    /// The workload's settings; `files_dir` is the run's temporary directory, if it has one.
+    pub fn workload_settings(&self, files_dir: Option<PathBuf>) -> crate::workload::WorkloadSettings {
+        crate::workload::WorkloadSettings {
+            kind: self.workload,
+            chunk_bytes: self.chunk_bytes,
+            size_bytes: self.size_bytes,
+            page_size: self.page_size,
+            thp: self.thp,
+            files_dir,
+        }
     }
 
     /// Validates the arguments against this machine's allowed CPU set.
@@ -281,6 +292,15 @@ impl RunOptions {
             bail!("--chunk {}: at most 1T per worker", args.chunk);
         }
 
+        let size_bytes = parse_size("--size", &args.size)?;
+        if size_bytes < page_size || size_bytes % page_size != 0 || size_bytes > 1 << 40 {
+            bail!("--size {}: must be a multiple of the page size ({page_size} bytes) up to 1T, e.g. 64M", args.size);
+        }
+        let tmpdir = PathBuf::from(&args.tmpdir);
+        if args.workload.needs_files() && !tmpdir.is_dir() {
+            bail!("--tmpdir {}: not a directory; give an existing directory (e.g. /dev/shm or /tmp)", args.tmpdir);
+        }
+
         let to_stdout = [&args.csv, &args.json, &args.samples_csv].iter().filter(|o| o.as_deref() == Some("-")).count();
         if to_stdout > 1 {
             bail!("--csv, --json and --samples-csv: only one of them can write to stdout (-); give the others file names");
@@ -296,6 +316,9 @@ impl RunOptions {
             workload: args.workload,
             kernel_count: args.kernel_count,
             chunk_bytes,
+            size_bytes,
+            thp: args.thp,
+            tmpdir,
             base: BaseSpec::parse(&args.base)?,
             version: args.cgroup_version,
             csv: args.csv.as_deref().map(OutputPath::parse),

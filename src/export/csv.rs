@@ -27,6 +27,8 @@ pub struct Row<'a> {
     /// Empty on summary rows; the worker's CPU on --per-cpu rows.
     pub cpu: Option<usize>,
     pub duration_s: f64,
+    /// What `faults` counts: faults, or loops for mmap-file (which takes none).
+    pub unit: &'a str,
     pub faults: u64,
     pub faults_per_sec: f64,
     pub faults_per_sec_per_task: f64,
@@ -90,6 +92,7 @@ fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'a str) ->
         sequence: m.sequence,
         cpu: None,
         duration_s: round6(m.run.elapsed_s()),
+        unit: report.unit.name(),
         faults: m.run.loop_faults(),
         faults_per_sec: round6(m.faults_per_sec()),
         faults_per_sec_per_task: round6(m.faults_per_sec() / tasks as f64),

@@ -51,6 +51,9 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
     if base != "/" {
         writeln!(out, "base cgroup: {base}")?;
     }
+    if let Some(files) = &report.files {
+        writeln!(out, "files in {files}")?;
+    }
     let shown = |path: &str| -> String {
         if base == "/" {
             return path.to_string();
@@ -70,7 +73,7 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
     writeln!(
         out,
         "{:<10} {:<path_width$} {:>12} {:>10} {:>6} {:>8}",
-        "placement", "cgroup", "faults/s", "per CPU", "+-", "vs root"
+        "placement", "cgroup", format!("{}/s", report.unit.name()), "per CPU", "+-", "vs root"
     )?;
     let summaries = report.summaries(&options.placements);
     let root_rate = summaries.iter().find(|s| s.placement.is_root()).map(|s| s.faults_per_sec.mean);

@@ -4,6 +4,7 @@
 //!
 //! The harness is single-threaded: workers are forked from a process with no other thread.
 
+pub mod files;
 pub mod signals;
 pub mod slots;
 mod worker;
@@ -21,7 +22,7 @@ use crate::cgroup::{Hierarchy, Leaf};
 use crate::measure::clock::{monotonic_ns, sleep_until};
 use crate::measure::memcg;
 use crate::measure::perf::{PerfReading, WorkerPerf};
-use crate::workload::{self, WorkloadKind, WorkloadSettings};
+use crate::workload::{self, WorkloadSettings};
 use slots::{STATE_FAILED, STATE_READY, Slots};
 use worker::WorkerPlan;
 
@@ -32,7 +33,6 @@ const READY_TIMEOUT: Duration = Duration::from_secs(20);
 #[derive(Debug, Clone)]
 pub struct RunSpec {
     pub cpus: Vec<usize>,
-    pub workload: WorkloadKind,
     pub settings: WorkloadSettings,
     pub duration: Duration,
     pub warmup: Duration,
@@ -257,8 +257,8 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
             harness_pid,
             process_group: workers.group,
             cgroup_procs: cgroup_procs.as_deref(),
-            workload: spec.workload,
-            settings: spec.settings,
+            worker_index: index,
+            settings: &spec.settings,
             slot: slots.get(index),
         };
         // SAFETY: the harness has no other thread, so the child may run arbitrary code.
@@ -363,7 +363,7 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
     drop(perf);
 
     workers.kill_all();
-    let faults_per_iteration = workload::create(spec.workload, spec.settings).faults_per_iteration();
+    let faults_per_iteration = workload::shape(&spec.settings).per_iteration;
     let mut results = Vec::with_capacity(count);
     let start_times: Vec<u64> = (0..count).map(|i| slots.get(i).start_ns.load(Ordering::Relaxed)).collect();
     for index in 0..count {

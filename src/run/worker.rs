@@ -13,7 +13,7 @@ use nix::unistd::{Pid, getppid, setpgid};
 use super::signals;
 use super::slots::{STATE_READY, STATE_RUNNING, Slot};
 use crate::measure::clock::monotonic_ns;
-use crate::workload::{self, WorkloadKind, WorkloadSettings};
+use crate::workload::{self, WorkloadSettings};
 
 pub struct WorkerPlan<'a> {
     pub cpu: usize,
@@ -22,8 +22,8 @@ pub struct WorkerPlan<'a> {
     pub process_group: Option<Pid>,
     /// cgroup.procs of the worker's cgroup, or None when it already runs there.
     pub cgroup_procs: Option<&'a Path>,
-    pub workload: WorkloadKind,
-    pub settings: WorkloadSettings,
+    pub worker_index: usize,
+    pub settings: &'a WorkloadSettings,
     pub slot: &'a Slot,
 }
 
@@ -63,7 +63,7 @@ fn body(plan: &WorkerPlan) -> String {
         Ok(cpu) => return format!("pinned to CPU {} but running on CPU {cpu}", plan.cpu),
         Err(e) => return format!("sched_getcpu: {e}"),
     }
-    let mut workload = workload::create(plan.workload, plan.settings);
+    let mut workload = workload::create(plan.settings, plan.worker_index);
     if let Err(e) = workload.prepare() {
         return e;
     }

@@ -3,59 +3,44 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Workload, WorkloadSettings};
+use super::{Shape, ThpMode, Unit, Workload, WorkloadSettings, apply_thp, map, touch_pages};
 
 pub struct Anon {
-    chunk_bytes: usize,
+    bytes: usize,
     page_size: usize,
+    thp: ThpMode,
 }
 
 impl Anon {
-    pub fn new(settings: WorkloadSettings) -> Self {
-        Anon { chunk_bytes: settings.chunk_bytes as usize, page_size: settings.page_size as usize }
+    pub fn new(settings: &WorkloadSettings, bytes: u64) -> Self {
+        Anon { bytes: bytes as usize, page_size: settings.page_size as usize, thp: settings.thp }
     }
 }
 
 impl Workload for Anon {
-    fn faults_per_iteration(&self) -> u64 {
-        (self.chunk_bytes / self.page_size) as u64
+    fn shape(&self) -> Shape {
+        // With THP allowed a chunk may fault in huge pages: fewer faults than pages.
+        Shape { unit: Unit::Faults, per_iteration: (self.bytes / self.page_size) as u64, exact: self.thp == ThpMode::Never }
     }
 
     fn prepare(&mut self) -> Result<(), String> {
-        // Chunks of 2 MiB and more could be backed by one huge page, turning 512 faults into
-        // one; disabling THP for this process once here keeps every fault a 4 KiB fault
-        // without an madvise call in the loop.
-        let rc = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
-        if rc != 0 {
-            return Err(format!("prctl(PR_SET_THP_DISABLE): {}", std::io::Error::last_os_error()));
-        }
-        Ok(())
+        apply_thp(self.thp)
     }
 
     fn run(&mut self, iterations: &AtomicU64) -> String {
         let mut completed: u64 = 0;
         loop {
-            // SAFETY: a fresh private anonymous mapping, written only inside its bounds and
-            // unmapped before the next one.
+            let chunk = match map(self.bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1) {
+                Ok(chunk) => chunk,
+                Err(e) => return e,
+            };
+            // SAFETY: the mapping just made, written within its bounds, unmapped after.
             unsafe {
-                let chunk = libc::mmap(
-                    std::ptr::null_mut(),
-                    self.chunk_bytes,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                );
-                if chunk == libc::MAP_FAILED {
-                    return format!("mmap of {} bytes failed: {}", self.chunk_bytes, std::io::Error::last_os_error());
+                if self.thp == ThpMode::Always {
+                    libc::madvise(chunk as *mut libc::c_void, self.bytes, libc::MADV_HUGEPAGE);
                 }
-                let bytes = chunk as *mut u8;
-                let mut offset = 0;
-                while offset < self.chunk_bytes {
-                    std::ptr::write_volatile(bytes.add(offset), 0);
-                    offset += self.page_size;
-                }
-                libc::munmap(chunk, self.chunk_bytes);
+                touch_pages(chunk, self.bytes, self.page_size);
+                libc::munmap(chunk as *mut libc::c_void, self.bytes);
             }
             completed += 1;
             // One writer per counter: a plain store, no locked instruction in the loop.

@@ -2,41 +2,127 @@
 //!
 //! The harness (src/run/) owns spawning, pinning, start, sampling and stop; a workload only
 //! prepares itself and loops. Adding a workload is one file here plus one line in `create`.
+//! Construction has no side effects (the harness builds one to ask its shape); `prepare` runs
+//! in the worker, in its cgroup, on its CPU.
 
 mod anon;
+mod file_private;
+mod file_shared;
+mod fork;
+mod mmap_file;
+mod usemem;
 
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 
 /// Names users pass to `--workload`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkloadKind {
-    /// mmap a private anonymous chunk, write one byte per page, munmap (the 2009 memcg loop)
+    /// mmap a private anonymous --chunk, write one byte per page, munmap (the 2009 memcg loop)
     Anon,
+    /// mmap a per-worker file privately, write one byte per page (COW faults), munmap
+    FilePrivate,
+    /// mmap a per-worker file shared, write one byte per page (page cache faults, dirtying), munmap
+    FileShared,
+    /// every worker maps and unmaps one page of ONE shared file, untouched (i_mmap lock); counts loops
+    MmapFile,
+    /// allocate and touch --size bytes per iteration, like usemem -m; drives reclaim under a limit
+    Usemem,
+    /// fork a child that writes every page of --size inherited memory and exits (anon_vma, COW)
+    Fork,
 }
 
 impl WorkloadKind {
     pub fn name(self) -> &'static str {
         match self {
             WorkloadKind::Anon => "anon",
+            WorkloadKind::FilePrivate => "file-private",
+            WorkloadKind::FileShared => "file-shared",
+            WorkloadKind::MmapFile => "mmap-file",
+            WorkloadKind::Usemem => "usemem",
+            WorkloadKind::Fork => "fork",
+        }
+    }
+
+    /// Whether the workload needs the run's temporary directory.
+    pub fn needs_files(self) -> bool {
+        matches!(self, WorkloadKind::FilePrivate | WorkloadKind::FileShared | WorkloadKind::MmapFile)
+    }
+
+    /// Why it cannot run with `--mode thread`, if it cannot.
+    pub fn thread_mode_problem(self) -> Option<&'static str> {
+        match self {
+            // fork() from a multi-threaded process copies only the calling thread; each fork
+            // would also stop every thread of the mm for the copy, so the threads would measure
+            // each other's forks, not their own.
+            WorkloadKind::Fork => Some("forking from threads of one process measures the other threads' forks"),
+            _ => None,
         }
     }
 }
 
+/// How THP may back the workload's anonymous memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThpMode {
+    /// Leave the system setting alone
+    Keep,
+    /// Disable THP for the worker (PR_SET_THP_DISABLE, once): every fault is a base-page fault
+    Never,
+    /// madvise(MADV_HUGEPAGE) each anonymous mapping
+    Always,
+}
+
 /// What a workload may be configured with.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct WorkloadSettings {
+    pub kind: WorkloadKind,
     pub chunk_bytes: u64,
+    /// --size: usemem's allocation and fork's inherited memory.
+    pub size_bytes: u64,
     pub page_size: u64,
+    pub thp: ThpMode,
+    /// The run's temporary directory, for workloads that need files.
+    pub files_dir: Option<PathBuf>,
+}
+
+/// The shared file every mmap-file worker maps, created by the harness.
+pub const SHARED_FILE: &str = "shared";
+
+/// What one iteration counts as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    Faults,
+    Loops,
+}
+
+impl Unit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Faults => "faults",
+            Unit::Loops => "loops",
+        }
+    }
+}
+
+/// The workload's counting, as the harness needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub unit: Unit,
+    /// Units one iteration counts.
+    pub per_iteration: u64,
+    /// Whether loop-derived faults should equal the kernel's count (minus an in-flight
+    /// iteration); false where the kernel's count includes faults the loop cannot see.
+    pub exact: bool,
 }
 
 pub trait Workload {
-    /// Page faults one iteration is built to take; loop-derived fault counts are
-    /// iterations x this.
-    fn faults_per_iteration(&self) -> u64;
+    fn shape(&self) -> Shape;
 
-    /// Per-worker setup in the worker process, before it reports ready. System calls are
-    /// fine here; none belong in `run` beyond the workload's own.
+    /// Per-worker setup in the worker, before it reports ready. System calls are fine here;
+    /// none belong in `run` beyond the workload's own.
     fn prepare(&mut self) -> Result<(), String>;
 
     /// The measured loop. Stores the number of completed iterations into `iterations` after
@@ -44,8 +130,67 @@ pub trait Workload {
     fn run(&mut self, iterations: &AtomicU64) -> String;
 }
 
-pub fn create(kind: WorkloadKind, settings: WorkloadSettings) -> Box<dyn Workload> {
-    match kind {
-        WorkloadKind::Anon => Box::new(anon::Anon::new(settings)),
+pub fn create(settings: &WorkloadSettings, worker_index: usize) -> Box<dyn Workload> {
+    match settings.kind {
+        WorkloadKind::Anon => Box::new(anon::Anon::new(settings, settings.chunk_bytes)),
+        WorkloadKind::FilePrivate => Box::new(file_private::FilePrivate::new(settings, worker_index)),
+        WorkloadKind::FileShared => Box::new(file_shared::FileShared::new(settings, worker_index)),
+        WorkloadKind::MmapFile => Box::new(mmap_file::MmapFile::new(settings)),
+        WorkloadKind::Usemem => Box::new(usemem::Usemem::new(settings)),
+        WorkloadKind::Fork => Box::new(fork::Fork::new(settings)),
     }
+}
+
+pub fn shape(settings: &WorkloadSettings) -> Shape {
+    create(settings, 0).shape()
+}
+
+// ---- helpers the loops share ----
+
+/// Applies the THP mode once per worker (process-wide for PR_SET_THP_DISABLE).
+pub(crate) fn apply_thp(thp: ThpMode) -> Result<(), String> {
+    if thp == ThpMode::Never {
+        // SAFETY: plain prctl.
+        if unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } != 0 {
+            return Err(format!("prctl(PR_SET_THP_DISABLE): {}", std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
+}
+
+/// mmap, or the reason it failed.
+pub(crate) fn map(len: usize, prot: libc::c_int, flags: libc::c_int, fd: libc::c_int) -> Result<*mut u8, String> {
+    // SAFETY: a fresh mapping chosen by the kernel.
+    let address = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, fd, 0) };
+    if address == libc::MAP_FAILED {
+        return Err(format!("mmap of {len} bytes failed: {}", std::io::Error::last_os_error()));
+    }
+    Ok(address as *mut u8)
+}
+
+/// Writes one byte in every page of [start, start + len): one write fault per page.
+///
+/// # Safety
+/// The range must be mapped writable.
+pub(crate) unsafe fn touch_pages(start: *mut u8, len: usize, page_size: usize) {
+    let mut offset = 0;
+    while offset < len {
+        // SAFETY: in bounds per the caller.
+        unsafe { std::ptr::write_volatile(start.add(offset), 0) };
+        offset += page_size;
+    }
+}
+
+/// Creates (afresh, so its page cache is charged to this worker's cgroup) a file of `len`
+/// bytes and opens it read-write.
+pub(crate) fn fresh_file(path: &std::path::Path, len: u64) -> Result<std::fs::File, String> {
+    let _ = std::fs::remove_file(path);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| format!("creating {}: {e}", path.display()))?;
+    file.set_len(len).map_err(|e| format!("sizing {}: {e}", path.display()))?;
+    Ok(file)
 }

@@ -1,0 +1,85 @@
+//! The run's temporary directory for file workloads: `<tmpdir>/faultscale-<pid>-<nonce>`,
+//! created before the workers and removed with everything in it on every exit path.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::workload::{SHARED_FILE, WorkloadKind};
+
+pub struct RunFiles {
+    dir: PathBuf,
+    owner: u32,
+}
+
+impl RunFiles {
+    pub fn create(parent: &Path, run_name: &str, kind: WorkloadKind, page_size: u64) -> Result<Self> {
+        let dir = parent.join(run_name);
+        std::fs::create_dir(&dir).with_context(|| format!("--tmpdir {}: creating {}", parent.display(), dir.display()))?;
+        let files = RunFiles { dir, owner: std::process::id() };
+        if kind == WorkloadKind::MmapFile {
+            let shared = files.dir.join(SHARED_FILE);
+            let file = std::fs::File::create(&shared).with_context(|| format!("creating {}", shared.display()))?;
+            file.set_len(page_size).with_context(|| format!("sizing {}", shared.display()))?;
+        }
+        Ok(files)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The filesystem the files live on, as users name it.
+    pub fn filesystem(&self) -> String {
+        let Ok(stat) = nix::sys::statfs::statfs(&self.dir) else { return "unknown".into() };
+        filesystem_name(stat.filesystem_type().0 as i64)
+    }
+}
+
+pub fn filesystem_name(magic: i64) -> String {
+    match magic {
+        0x0102_1994 => "tmpfs".into(),
+        0xEF53 => "ext4".into(),
+        0x5846_5342 => "xfs".into(),
+        0x9123_683E => "btrfs".into(),
+        0x794C_7630 => "overlayfs".into(),
+        0x0000_6969 => "nfs".into(),
+        0x0000_00BD => "hostfs".into(),
+        other => format!("filesystem magic {other:#x}"),
+    }
+}
+
+impl Drop for RunFiles {
+    fn drop(&mut self) {
+        if std::process::id() == self.owner {
+            if let Err(e) = std::fs::remove_dir_all(&self.dir) {
+                eprintln!("faultscale: warning: removing {}: {e}", self.dir.display());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_of_common_filesystems() {
+        assert_eq!(filesystem_name(0x01021994), "tmpfs");
+        assert_eq!(filesystem_name(0xEF53), "ext4");
+        assert_eq!(filesystem_name(0x1234), "filesystem magic 0x1234");
+    }
+
+    #[test]
+    fn the_directory_and_shared_file_go_away() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir;
+        {
+            let files = RunFiles::create(parent.path(), "faultscale-1-test", WorkloadKind::MmapFile, 4096).unwrap();
+            dir = files.path().to_path_buf();
+            assert_eq!(std::fs::metadata(dir.join(SHARED_FILE)).unwrap().len(), 4096);
+            std::fs::write(dir.join("private-0"), b"x").unwrap();
+        }
+        assert!(!dir.exists());
+    }
+}

@@ -1,0 +1,56 @@
+//! `file-shared` (will-it-scale page_fault3): a shared mapping of a per-worker file, written
+//! page by page: each write faults the page cache page in and dirties it (page_mkwrite); the
+//! page cache stays charged to the memcg of the worker that created the file.
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{Shape, Unit, Workload, WorkloadSettings, fresh_file, map, touch_pages};
+
+pub struct FileShared {
+    path: std::path::PathBuf,
+    bytes: usize,
+    page_size: usize,
+    file: Option<std::fs::File>,
+}
+
+impl FileShared {
+    pub fn new(settings: &WorkloadSettings, worker_index: usize) -> Self {
+        let dir = settings.files_dir.clone().unwrap_or_default();
+        FileShared {
+            path: dir.join(format!("shared-{worker_index}")),
+            bytes: settings.chunk_bytes as usize,
+            page_size: settings.page_size as usize,
+            file: None,
+        }
+    }
+}
+
+impl Workload for FileShared {
+    fn shape(&self) -> Shape {
+        Shape { unit: Unit::Faults, per_iteration: (self.bytes / self.page_size) as u64, exact: true }
+    }
+
+    fn prepare(&mut self) -> Result<(), String> {
+        self.file = Some(fresh_file(&self.path, self.bytes as u64)?);
+        Ok(())
+    }
+
+    fn run(&mut self, iterations: &AtomicU64) -> String {
+        let fd = self.file.as_ref().expect("prepared").as_raw_fd();
+        let mut completed: u64 = 0;
+        loop {
+            let chunk = match map(self.bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd) {
+                Ok(chunk) => chunk,
+                Err(e) => return e,
+            };
+            // SAFETY: the mapping just made, written within its bounds, unmapped after.
+            unsafe {
+                touch_pages(chunk, self.bytes, self.page_size);
+                libc::munmap(chunk as *mut libc::c_void, self.bytes);
+            }
+            completed += 1;
+            iterations.store(completed, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! `fork`: the worker holds --size of written anonymous memory; each iteration forks a child
+//! that writes one byte per page of it (a COW fault per page, and anon_vma clone/unlink at fork
+//! and exit, the cost in the 2011/2013 exim and aim7 threads) and exits; the worker waits.
+//!
+//! The kernel's count includes the worker's own COW faults after each fork (its stack), so
+//! loop-derived faults are not exact here.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{Shape, ThpMode, Unit, Workload, WorkloadSettings, apply_thp, map, touch_pages};
+
+pub struct Fork {
+    bytes: usize,
+    page_size: usize,
+    thp: ThpMode,
+    memory: *mut u8,
+}
+
+impl Fork {
+    pub fn new(settings: &WorkloadSettings) -> Self {
+        Fork {
+            bytes: settings.size_bytes as usize,
+            page_size: settings.page_size as usize,
+            thp: settings.thp,
+            memory: std::ptr::null_mut(),
+        }
+    }
+}
+
+impl Workload for Fork {
+    fn shape(&self) -> Shape {
+        Shape { unit: Unit::Faults, per_iteration: (self.bytes / self.page_size) as u64, exact: false }
+    }
+
+    fn prepare(&mut self) -> Result<(), String> {
+        apply_thp(self.thp)?;
+        self.memory = map(self.bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1)?;
+        // SAFETY: the mapping just made; populated before measuring.
+        unsafe { touch_pages(self.memory, self.bytes, self.page_size) };
+        Ok(())
+    }
+
+    fn run(&mut self, iterations: &AtomicU64) -> String {
+        let mut completed: u64 = 0;
+        loop {
+            // SAFETY: the child only writes memory and calls _exit.
+            match unsafe { libc::fork() } {
+                -1 => return format!("fork: {}", std::io::Error::last_os_error()),
+                0 => unsafe {
+                    touch_pages(self.memory, self.bytes, self.page_size);
+                    libc::_exit(0)
+                },
+                child => {
+                    let mut status = 0;
+                    // SAFETY: waiting for our own child.
+                    if unsafe { libc::waitpid(child, &mut status, 0) } != child {
+                        return format!("waitpid: {}", std::io::Error::last_os_error());
+                    }
+                    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+                        return format!("forked child ended with status {status:#x}");
+                    }
+                }
+            }
+            completed += 1;
+            iterations.store(completed, Ordering::Relaxed);
+        }
+    }
+}

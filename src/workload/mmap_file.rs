@@ -1,0 +1,48 @@
+//! `mmap-file`: every worker maps and unmaps one page of ONE shared file without touching it,
+//! the i_mmap lock loop of the 2011 linux-mm thread (i_mmap_lock to mutex): each mmap and
+//! munmap takes the file's i_mmap lock, so workers contend on it. No faults; it counts loops.
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{SHARED_FILE, Shape, Unit, Workload, WorkloadSettings, map};
+
+pub struct MmapFile {
+    path: std::path::PathBuf,
+    page_size: usize,
+    file: Option<std::fs::File>,
+}
+
+impl MmapFile {
+    pub fn new(settings: &WorkloadSettings) -> Self {
+        let dir = settings.files_dir.clone().unwrap_or_default();
+        MmapFile { path: dir.join(SHARED_FILE), page_size: settings.page_size as usize, file: None }
+    }
+}
+
+impl Workload for MmapFile {
+    fn shape(&self) -> Shape {
+        Shape { unit: Unit::Loops, per_iteration: 1, exact: false }
+    }
+
+    fn prepare(&mut self) -> Result<(), String> {
+        let file = std::fs::File::open(&self.path).map_err(|e| format!("opening {}: {e}", self.path.display()))?;
+        self.file = Some(file);
+        Ok(())
+    }
+
+    fn run(&mut self, iterations: &AtomicU64) -> String {
+        let fd = self.file.as_ref().expect("prepared").as_raw_fd();
+        let mut completed: u64 = 0;
+        loop {
+            let page = match map(self.page_size, libc::PROT_READ, libc::MAP_SHARED, fd) {
+                Ok(page) => page,
+                Err(e) => return e,
+            };
+            // SAFETY: the mapping just made.
+            unsafe { libc::munmap(page as *mut libc::c_void, self.page_size) };
+            completed += 1;
+            iterations.store(completed, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! `usemem`: allocate and touch --size bytes each iteration, then free them, like
+//! `usemem -m SIZE` in the 2004 rmap trylock measurements. Under a limited profile whose limit
+//! is below --size this drives memcg reclaim (and, without swap, the OOM killer).
+
+use std::sync::atomic::AtomicU64;
+
+use super::{Shape, Workload, WorkloadSettings, anon::Anon};
+
+pub struct Usemem(Anon);
+
+impl Usemem {
+    pub fn new(settings: &WorkloadSettings) -> Self {
+        Usemem(Anon::new(settings, settings.size_bytes))
+    }
+}
+
+impl Workload for Usemem {
+    fn shape(&self) -> Shape {
+        self.0.shape()
+    }
+
+    fn prepare(&mut self) -> Result<(), String> {
+        self.0.prepare()
+    }
+
+    fn run(&mut self, iterations: &AtomicU64) -> String {
+        self.0.run(iterations)
+    }
+}
