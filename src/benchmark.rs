@@ -17,6 +17,8 @@ use crate::run::{self, Interrupted, PlacementRun, RunSpec, WorkerDied};
 pub struct Measurement {
     pub placement: Placement,
     pub leaf: Leaf,
+    /// Workers in this measurement (the --tasks sweep's count).
+    pub tasks: usize,
     pub repetition: u32,
     /// Position of this measurement in the run (0-based), so the interleaving can be checked.
     pub sequence: usize,
@@ -32,6 +34,7 @@ impl Measurement {
 #[derive(Debug, Clone)]
 pub struct Failure {
     pub placement: Placement,
+    pub tasks: usize,
     pub repetition: u32,
     pub reason: String,
 }
@@ -52,38 +55,76 @@ pub struct Report {
 }
 
 impl Report {
-    /// This placement's rate divided by the baseline's rate in the same repetition.
+    /// This placement's rate divided by the baseline's rate in the same repetition and task count.
     pub fn ratio_vs_root(&self, measurement: &Measurement) -> Option<f64> {
-        let root = self
-            .measurements
-            .iter()
-            .find(|m| m.placement.is_root() && m.repetition == measurement.repetition)?;
+        let root = self.measurements.iter().find(|m| {
+            m.placement.is_root() && m.repetition == measurement.repetition && m.tasks == measurement.tasks
+        })?;
         Some(measurement.faults_per_sec() / root.faults_per_sec())
     }
 
-    pub fn of(&self, placement: &Placement) -> impl Iterator<Item = &Measurement> {
-        self.measurements.iter().filter(move |m| &m.placement == placement)
+    pub fn of(&self, placement: &Placement, tasks: usize) -> impl Iterator<Item = &Measurement> {
+        self.measurements.iter().filter(move |m| &m.placement == placement && m.tasks == tasks)
     }
 
-    /// Statistics per placement over its repetitions, in the order given.
+    /// The task counts measured, in sweep order.
+    pub fn task_counts(&self) -> Vec<usize> {
+        let mut counts: Vec<usize> = Vec::new();
+        for m in &self.measurements {
+            if !counts.contains(&m.tasks) {
+                counts.push(m.tasks);
+            }
+        }
+        counts
+    }
+
+    /// Statistics per task count and placement over the repetitions, in the order given.
     pub fn summaries<'a>(&'a self, placements: &'a [Placement]) -> Vec<PlacementSummary<'a>> {
-        placements
-            .iter()
-            .filter_map(|placement| {
-                let rates: Vec<f64> = self.of(placement).map(Measurement::faults_per_sec).collect();
-                let rate = stats::summarize(&rates)?;
+        let mut summaries = Vec::new();
+        for tasks in self.task_counts() {
+            for placement in placements {
+                let rates: Vec<f64> = self.of(placement, tasks).map(Measurement::faults_per_sec).collect();
+                let Some(rate) = stats::summarize(&rates) else { continue };
                 let overheads: Vec<f64> = self
-                    .of(placement)
+                    .of(placement, tasks)
                     .filter_map(|m| self.ratio_vs_root(m).map(|ratio| 1.0 / ratio))
                     .collect();
-                Some(PlacementSummary {
+                let mean_seconds = |get: fn(&crate::run::WorkerResult) -> u64| {
+                    let runs: Vec<f64> = self
+                        .of(placement, tasks)
+                        .map(|m| m.run.workers.iter().map(get).sum::<u64>() as f64 / 1e6)
+                        .collect();
+                    runs.iter().sum::<f64>() / runs.len() as f64
+                };
+                summaries.push(PlacementSummary {
                     placement,
-                    cgroup_path: &self.of(placement).next()?.leaf.cgroup_path,
+                    tasks,
+                    cgroup_path: &self.of(placement, tasks).next().expect("summarized").leaf.cgroup_path,
                     faults_per_sec: rate,
                     overhead_vs_root: if placement.is_root() { None } else { stats::ratio_interval(&overheads) },
+                    user_s: mean_seconds(|w| w.user_us),
+                    sys_s: mean_seconds(|w| w.sys_us),
+                    vs_linear: None,
+                });
+            }
+        }
+        // Scalability as will-it-scale's `linear`: the rate at N tasks over the smallest task
+        // count's rate scaled to N, where a placement was measured at several counts.
+        let vs_linear: Vec<Option<f64>> = summaries
+            .iter()
+            .map(|summary| {
+                let same: Vec<&PlacementSummary> =
+                    summaries.iter().filter(|s| s.placement == summary.placement).collect();
+                let base = same.iter().min_by_key(|s| s.tasks)?;
+                (same.len() > 1).then(|| {
+                    summary.faults_per_sec.mean / (base.faults_per_sec.mean * summary.tasks as f64 / base.tasks as f64)
                 })
             })
-            .collect()
+            .collect();
+        for (summary, ratio) in summaries.iter_mut().zip(vs_linear) {
+            summary.vs_linear = ratio;
+        }
+        summaries
     }
 }
 
@@ -92,10 +133,16 @@ impl Report {
 pub struct PlacementSummary<'a> {
     #[serde(serialize_with = "placement_name")]
     pub placement: &'a Placement,
+    pub tasks: usize,
     pub cgroup_path: &'a str,
     pub faults_per_sec: stats::Summary,
     /// Root rate / this rate, per repetition, with its 95% interval.
     pub overhead_vs_root: Option<stats::RatioInterval>,
+    /// Workers' user and system CPU seconds, summed over workers, mean over repetitions.
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// Rate over (the smallest task count's rate x tasks / that count); None without a sweep.
+    pub vs_linear: Option<f64>,
 }
 
 fn placement_name<S: serde::Serializer>(placement: &&Placement, serializer: S) -> Result<S::Ok, S::Error> {
@@ -123,14 +170,22 @@ fn reliability_warnings(report: &Report, options: &RunOptions) -> Vec<String> {
                 m.run.start_skew_ns as f64 / 1e3
             ));
         }
-        for worker in m.run.workers.iter().filter(|w| w.cpu_share < 0.95) {
-            warnings.push(format!(
-                "{} repetition {}: the worker on CPU {} ran only {:.0}% of the time: other load shares that CPU",
-                m.placement.name,
-                m.repetition,
-                worker.cpu,
-                100.0 * worker.cpu_share
-            ));
+        // Round-robin placement puts k workers on a CPU on purpose: each is owed 1/k of it.
+        for worker in &m.run.workers {
+            let sharing = m.run.workers.iter().filter(|w| w.cpu == worker.cpu).count() as f64;
+            if worker.cpu_share * sharing < 0.95 {
+                let warning = format!(
+                    "{} repetition {}: the worker on CPU {} ran only {:.0}% of the time{}: other load shares that CPU",
+                    m.placement.name,
+                    m.repetition,
+                    worker.cpu,
+                    100.0 * worker.cpu_share,
+                    if sharing > 1.0 { format!(" (of its 1/{sharing} share)") } else { String::new() }
+                );
+                if !warnings.contains(&warning) {
+                    warnings.push(warning);
+                }
+            }
         }
     }
     warnings
@@ -162,7 +217,7 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
         .then(|| RunFiles::create(&options.tmpdir, &env.cgroup_run_name, options.workload, options.page_size))
         .transpose()?;
     let files_note = files.as_ref().map(|f| format!("{} ({})", f.path().display(), f.filesystem()));
-    let spec = RunSpec {
+    let mut spec = RunSpec {
         cpus: options.cpus.clone(),
         settings: options.workload_settings(files.as_ref().map(|f| f.path().to_path_buf())),
         duration: options.duration,
@@ -176,7 +231,17 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
     let mut sequence = 0;
     let mut oom_kills_seen: std::collections::HashMap<usize, u64> =
         leaves.iter().enumerate().map(|(i, leaf)| (i, memcg::oom_kills(&leaf.fs_path).unwrap_or(0))).collect();
+    if let Some(&most) = options.task_counts.iter().max() {
+        if most > options.cpus.len() {
+            warnings.push(format!(
+                "{most} tasks on {} CPUs: tasks beyond the CPUs are placed round-robin and share CPUs",
+                options.cpus.len()
+            ));
+        }
+    }
     'repetitions: for repetition in 1..=options.repeat {
+      for &tasks in &options.task_counts {
+        spec.cpus = crate::options::cpus_for_tasks(&options.cpus, tasks);
         for index in order(options.placements.len(), repetition) {
             let placement = &options.placements[index];
             let mut warn = |w: String| {
@@ -188,6 +253,7 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
                 Ok(placement_run) => measurements.push(Measurement {
                     placement: placement.clone(),
                     leaf: leaves[index].clone(),
+                    tasks,
                     repetition,
                     sequence,
                     run: placement_run,
@@ -209,7 +275,7 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
                                 died.0
                             };
                             *seen = kills;
-                            failures.push(Failure { placement: placement.clone(), repetition, reason })
+                            failures.push(Failure { placement: placement.clone(), tasks, repetition, reason })
                         }
                         Err(e) => return Err(e.context(format!("measuring {}", placement.name))),
                     }
@@ -217,6 +283,7 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
             }
             sequence += 1;
         }
+      }
     }
     // A stop signal ends the run with its completed repetitions only.
     if let Some((_, repetition)) = interrupted {
@@ -317,6 +384,7 @@ pub mod tests {
                 let sequence = measurements.len();
                 measurements.push(Measurement {
                     placement,
+                    tasks: 2,
                     leaf: Leaf { fs_path: path.into(), cgroup_path: path.into() },
                     repetition: index as u32 + 1,
                     sequence,
@@ -338,7 +406,7 @@ pub mod tests {
         let expected = (100.0 / 90.0 + 110.0 / 100.0 + 105.0 / 95.0) / 3.0;
         assert!((overhead.mean - expected).abs() < 1e-9, "{} vs {expected}", overhead.mean);
         assert!(overhead.excludes(1.0));
-        let child_first = report.of(&placements[1]).next().unwrap();
+        let child_first = report.of(&placements[1], 2).next().unwrap();
         assert!((report.ratio_vs_root(child_first).unwrap() - 0.9).abs() < 1e-12);
     }
 

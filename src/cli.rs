@@ -88,6 +88,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
     pub cpus: Option<String>,
 
+    /// Task counts to sweep, e.g. 1,2,4,8 or 3,6,12,24,48 or 1..8 [default: one per CPU]; tasks
+    /// beyond the CPUs given are placed round-robin
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
+    pub tasks: Option<String>,
+
     /// The loop each worker runs
     #[arg(long, value_enum, default_value_t = WorkloadKind::Anon)]
     pub workload: WorkloadKind,

@@ -135,6 +135,40 @@ fn parse_cpu_number(text: &str, whole: &str) -> Result<usize> {
     Ok(cpu)
 }
 
+/// Most tasks one measurement forks: far beyond any CPU count, short of exhausting pids.
+pub const MAX_TASKS: usize = 4096;
+
+/// Parses `--tasks`: `1,2,4,8`, `3,6,12,24,48` or a range `1..8`.
+pub fn parse_task_counts(text: &str) -> Result<Vec<usize>> {
+    let bad = || anyhow!("--tasks {text:?}: give task counts from 1 to {MAX_TASKS}, e.g. 1,2,4,8 or 1..8");
+    let number = |s: &str| -> Result<usize> {
+        let n: usize = s.trim().parse().map_err(|_| bad())?;
+        if (1..=MAX_TASKS).contains(&n) { Ok(n) } else { Err(bad()) }
+    };
+    let counts: Vec<usize> = match text.split_once("..") {
+        Some((low, high)) => {
+            let (low, high) = (number(low)?, number(high)?);
+            if low > high {
+                bail!("--tasks {text:?}: the range runs backwards; write LOW..HIGH");
+            }
+            (low..=high).collect()
+        }
+        None => text.split(',').map(number).collect::<Result<_>>()?,
+    };
+    let mut seen = counts.clone();
+    seen.sort_unstable();
+    seen.dedup();
+    if seen.len() != counts.len() {
+        bail!("--tasks {text:?}: a task count is listed twice");
+    }
+    Ok(counts)
+}
+
+/// The CPU each of `tasks` workers runs on: the CPUs in order, round-robin past their count.
+pub fn cpus_for_tasks(cpus: &[usize], tasks: usize) -> Vec<usize> {
+    (0..tasks).map(|i| cpus[i % cpus.len()]).collect()
+}
+
 /// Formats CPUs back into the compact kernel form, for headers and logs.
 pub fn format_cpu_list(cpus: &[usize]) -> String {
     let mut out = Vec::new();
@@ -208,6 +242,8 @@ pub struct RunOptions {
     pub warmup: Duration,
     pub interval: Duration,
     pub cpus: Vec<usize>,
+    /// Task counts, in sweep order; one per CPU when not asked for.
+    pub task_counts: Vec<usize>,
     pub workload: WorkloadKind,
     pub kernel_count: crate::run::KernelCountSource,
     pub chunk_bytes: u64,
@@ -279,6 +315,11 @@ impl RunOptions {
             bail!("no CPU to run on: the allowed set is empty");
         }
 
+        let task_counts = match &args.tasks {
+            None => vec![cpus.len()],
+            Some(text) => parse_task_counts(text)?,
+        };
+
         let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
             .ok()
             .flatten()
@@ -313,6 +354,7 @@ impl RunOptions {
             warmup: parse_seconds("--warmup", &args.warmup, true)?,
             interval,
             cpus,
+            task_counts,
             workload: args.workload,
             kernel_count: args.kernel_count,
             chunk_bytes,
@@ -357,6 +399,18 @@ mod tests {
         assert_eq!(format_cpu_list(&[1]), "1");
         assert_eq!(format_cpu_list(&[0, 2, 4, 5]), "0,2,4-5");
         assert_eq!(format_cpu_list(&[]), "");
+    }
+
+    #[test]
+    fn task_counts_and_round_robin() {
+        assert_eq!(parse_task_counts("1,2,4,8").unwrap(), [1, 2, 4, 8]);
+        assert_eq!(parse_task_counts("3,6,12,24,48").unwrap(), [3, 6, 12, 24, 48]);
+        assert_eq!(parse_task_counts("1..4").unwrap(), [1, 2, 3, 4]);
+        for bad in ["", "0", "-1", "1,,2", "4..1", "1,1", "a", "5000", "1..99999"] {
+            assert!(parse_task_counts(bad).unwrap_err().to_string().starts_with("--tasks"), "{bad}");
+        }
+        assert_eq!(cpus_for_tasks(&[0, 1], 5), [0, 1, 0, 1, 0]);
+        assert_eq!(cpus_for_tasks(&[2, 5, 7], 2), [2, 5]);
     }
 
     #[test]

@@ -30,11 +30,16 @@ fn seconds(duration: std::time::Duration) -> String {
 pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Result<()> {
     let repeat = options.repeat;
     let env = &report.env;
+    let sweep = options.task_counts.len() > 1;
+    let workers = if sweep {
+        format!("{} tasks", options.task_counts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join("/"))
+    } else {
+        format!("{} workers", options.task_counts[0])
+    };
     writeln!(
         out,
-        "faultscale: {}, {} workers on CPUs {}, cgroup {} (memory, {} layout), {} x {}{}",
+        "faultscale: {}, {workers} on CPUs {}, cgroup {} (memory, {} layout), {} x {}{}",
         options.workload.name(),
-        options.cpus.len(),
         env.cpus,
         env.cgroup_version,
         match env.layout {
@@ -70,31 +75,45 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
         let rounded = if knob.read_back != knob.written { format!(" (kernel reads back {})", knob.read_back) } else { String::new() };
         writeln!(out, "knob: {} {}/{} = {}{rounded}", knob.placement, shown(&knob.cgroup_path), knob.file, knob.written)?;
     }
+    let tasks_column = |tasks: &dyn std::fmt::Display| if sweep { format!("{tasks:>5} ") } else { String::new() };
     writeln!(
         out,
-        "{:<10} {:<path_width$} {:>12} {:>10} {:>6} {:>8}",
-        "placement", "cgroup", format!("{}/s", report.unit.name()), "per CPU", "+-", "vs root"
+        "{}{:<10} {:<path_width$} {:>12} {:>10} {:>6} {:>8}",
+        tasks_column(&"tasks"),
+        "placement",
+        "cgroup",
+        format!("{}/s", report.unit.name()),
+        if sweep { "per task" } else { "per CPU" },
+        "+-",
+        "vs root"
     )?;
     let summaries = report.summaries(&options.placements);
-    let root_rate = summaries.iter().find(|s| s.placement.is_root()).map(|s| s.faults_per_sec.mean);
-    for placement in &options.placements {
-        if let Some(failure) = report.failures.iter().find(|f| &f.placement == placement) {
-            writeln!(out, "{:<10} FAILED in repetition {}: {}", placement.name, failure.repetition, failure.reason)?;
-        }
-        let Some(summary) = summaries.iter().find(|s| s.placement == placement) else { continue };
+    for failure in &report.failures {
+        writeln!(
+            out,
+            "{}{:<10} FAILED in repetition {}: {}",
+            tasks_column(&failure.tasks),
+            failure.placement.name,
+            failure.repetition,
+            failure.reason
+        )?;
+    }
+    for summary in &summaries {
         let rate = summary.faults_per_sec;
+        let root_rate = summaries.iter().find(|s| s.placement.is_root() && s.tasks == summary.tasks);
         let error = if rate.n > 1 { format!("{:.1}%", rate.rse_pct) } else { "-".into() };
         let vs_root = match root_rate {
-            Some(root) => format!("{:.1}%", 100.0 * rate.mean / root),
+            Some(root) => format!("{:.1}%", 100.0 * rate.mean / root.faults_per_sec.mean),
             None => "-".into(),
         };
         writeln!(
             out,
-            "{:<10} {:<path_width$} {:>12} {:>10} {:>6} {:>8}",
-            placement.name,
+            "{}{:<10} {:<path_width$} {:>12} {:>10} {:>6} {:>8}",
+            tasks_column(&summary.tasks),
+            summary.placement.name,
             shown(summary.cgroup_path),
             thousands(rate.mean),
-            thousands(rate.mean / options.cpus.len() as f64),
+            thousands(rate.mean / summary.tasks as f64),
             error,
             vs_root
         )?;
@@ -110,18 +129,47 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
             ),
             _ => String::new(),
         };
-        writeln!(out, "root/{} overhead: {:.1}%{ci}", summary.placement.name, 100.0 * interval.mean)?;
+        let at = match (sweep, summary.tasks) {
+            (false, _) => String::new(),
+            (true, 1) => " at 1 task".into(),
+            (true, tasks) => format!(" at {tasks} tasks"),
+        };
+        writeln!(out, "root/{} overhead{at}: {:.1}%{ci}", summary.placement.name, 100.0 * interval.mean)?;
     }
-    for placement in &options.placements {
-        perf_stat_block(out, report, placement)?;
+    if sweep {
+        scaling(out, &summaries)?;
+    }
+    for summary in &summaries {
+        perf_stat_block(out, report, summary.placement, summary.tasks)?;
+    }
+    Ok(())
+}
+
+/// The sweep as the 2011 i_mmap thread reported it: rate, per task, against linear scaling,
+/// and the CPU time split that shows contention (sys time climbing).
+fn scaling(out: &mut dyn Write, summaries: &[crate::benchmark::PlacementSummary]) -> Result<()> {
+    writeln!(out, "\nscaling (vs linear = rate / (smallest count's rate x tasks / that count)):")?;
+    writeln!(out, "{:>5} {:<10} {:>12} {:>10} {:>10} {:>10} {:>10}", "tasks", "placement", "rate/s", "per task", "vs linear", "user s", "sys s")?;
+    for s in summaries {
+        writeln!(
+            out,
+            "{:>5} {:<10} {:>12} {:>10} {:>10} {:>10.2} {:>10.2}",
+            s.tasks,
+            s.placement.name,
+            thousands(s.faults_per_sec.mean),
+            thousands(s.faults_per_sec.mean / s.tasks as f64),
+            s.vs_linear.map(|r| format!("{:.1}%", 100.0 * r)).unwrap_or("-".into()),
+            s.user_s,
+            s.sys_s
+        )?;
     }
     Ok(())
 }
 
 /// perf stat's block for one placement: counters summed over its workers, averaged over its
 /// repetitions, with perf's `( +- x% )` where there are several.
-fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement) -> Result<()> {
-    let runs: Vec<_> = report.of(placement).filter(|m| m.run.workers.iter().all(|w| w.perf.is_some())).collect();
+fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement, tasks: usize) -> Result<()> {
+    let runs: Vec<_> = report.of(placement, tasks).filter(|m| m.run.workers.iter().all(|w| w.perf.is_some())).collect();
     let Some(first) = runs.first() else { return Ok(()) };
     let sum = |m: &crate::benchmark::Measurement, get: &dyn Fn(&PerfReading) -> Option<u64>| -> Option<f64> {
         m.run.workers.iter().map(|w| get(w.perf.as_ref().expect("filtered")).map(|v| v as f64)).sum()
