@@ -155,8 +155,8 @@ fn reliability_warnings(report: &Report, options: &RunOptions) -> Vec<String> {
     for summary in report.summaries(&options.placements) {
         if summary.faults_per_sec.n > 1 && summary.faults_per_sec.cv_pct > 5.0 {
             warnings.push(format!(
-                "{}: faults/s varies {:.1}% (CV) over {} repetitions, above 5%: the machine is noisy; ratios below that size are not resolved",
-                summary.placement.name, summary.faults_per_sec.cv_pct, summary.faults_per_sec.n
+                "{}: {}/s varies {:.1}% (CV) over {} repetitions, above 5%: the machine is noisy; ratios below that size are not resolved",
+                summary.placement.name, report.unit.name(), summary.faults_per_sec.cv_pct, summary.faults_per_sec.n
             ));
         }
     }
@@ -218,6 +218,7 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
         .transpose()?;
     let files_note = files.as_ref().map(|f| format!("{} ({})", f.path().display(), f.filesystem()));
     let mut spec = RunSpec {
+        mode: options.mode,
         cpus: options.cpus.clone(),
         settings: options.workload_settings(files.as_ref().map(|f| f.path().to_path_buf())),
         duration: options.duration,

@@ -3,7 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 
 use crate::cgroup::VersionChoice;
-use crate::run::KernelCountSource;
+use crate::run::{KernelCountSource, Mode};
 use crate::workload::{ThpMode, WorkloadKind};
 
 #[derive(Debug, Parser)]
@@ -92,6 +92,11 @@ pub struct RunArgs {
     /// beyond the CPUs given are placed round-robin
     #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
     pub tasks: Option<String>,
+
+    /// Workers as processes (one mm each) or as threads of one process (one mm: mmap_lock and
+    /// anon_vma shared); fork cannot run as threads
+    #[arg(long, value_enum, default_value_t = Mode::Process)]
+    pub mode: Mode,
 
     /// The loop each worker runs
     #[arg(long, value_enum, default_value_t = WorkloadKind::Anon)]

@@ -101,7 +101,7 @@ fn run_benchmark(args: &cli::RunArgs) -> Result<ExitCode> {
         }
     }
     if let Some(sink) = csv_sink {
-        let rows = export::csv::rows(&report, options.workload.name(), options.per_cpu);
+        let rows = export::csv::rows(&report, options.workload.name(), options.mode.name(), options.per_cpu);
         if !rows.is_empty() {
             sink.write_with(|out| export::csv::write(out, &rows))?;
         }

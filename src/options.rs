@@ -245,6 +245,7 @@ pub struct RunOptions {
     /// Task counts, in sweep order; one per CPU when not asked for.
     pub task_counts: Vec<usize>,
     pub workload: WorkloadKind,
+    pub mode: crate::run::Mode,
     pub kernel_count: crate::run::KernelCountSource,
     pub chunk_bytes: u64,
     pub size_bytes: u64,
@@ -333,6 +334,11 @@ impl RunOptions {
             bail!("--chunk {}: at most 1T per worker", args.chunk);
         }
 
+        if args.mode == crate::run::Mode::Thread {
+            if let Some(problem) = args.workload.thread_mode_problem() {
+                bail!("--mode thread: --workload {} cannot run as threads ({problem}); use --mode process", args.workload.name());
+            }
+        }
         let size_bytes = parse_size("--size", &args.size)?;
         if size_bytes < page_size || size_bytes % page_size != 0 || size_bytes > 1 << 40 {
             bail!("--size {}: must be a multiple of the page size ({page_size} bytes) up to 1T, e.g. 64M", args.size);
@@ -356,6 +362,7 @@ impl RunOptions {
             cpus,
             task_counts,
             workload: args.workload,
+            mode: args.mode,
             kernel_count: args.kernel_count,
             chunk_bytes,
             size_bytes,

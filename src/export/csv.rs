@@ -51,10 +51,10 @@ fn round6(value: f64) -> f64 {
     (value * 1e6).round() / 1e6
 }
 
-pub fn rows<'a>(report: &'a Report, workload: &'a str, per_cpu: bool) -> Vec<Row<'a>> {
+pub fn rows<'a>(report: &'a Report, workload: &'a str, mode: &'a str, per_cpu: bool) -> Vec<Row<'a>> {
     let mut rows = Vec::new();
     for m in &report.measurements {
-        rows.push(summary_row(report, m, workload));
+        rows.push(summary_row(report, m, workload, mode));
         if per_cpu {
             for worker in &m.run.workers {
                 let faults_per_sec = worker.loop_faults as f64 / m.run.elapsed_s();
@@ -69,7 +69,7 @@ pub fn rows<'a>(report: &'a Report, workload: &'a str, per_cpu: bool) -> Vec<Row
                     memcg_pgfault: None,
                     start_skew_us: None,
                     ratio_vs_root: None,
-                    ..summary_row(report, m, workload)
+                    ..summary_row(report, m, workload, mode)
                 });
             }
         }
@@ -77,7 +77,7 @@ pub fn rows<'a>(report: &'a Report, workload: &'a str, per_cpu: bool) -> Vec<Row
     rows
 }
 
-fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'a str) -> Row<'a> {
+fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'a str, mode: &'a str) -> Row<'a> {
     let env = &report.env;
     let tasks = m.run.workers.len();
     Row {
@@ -87,7 +87,7 @@ fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'a str) ->
         kernel: &env.kernel,
         cgroup_version: env.cgroup_version.to_string(),
         workload,
-        mode: "process",
+        mode,
         tasks,
         placement: &m.placement.name,
         depth: m.placement.depth,
@@ -168,7 +168,7 @@ mod tests {
     /// The report written as CSV and read back: headers and records.
     fn written(report: &Report, per_cpu: bool) -> (Vec<String>, Vec<Vec<String>>) {
         let mut out = Vec::new();
-        write(&mut out, &rows(report, "anon", per_cpu)).unwrap();
+        write(&mut out, &rows(report, "anon", "process", per_cpu)).unwrap();
         let mut reader = ::csv::Reader::from_reader(out.as_slice());
         let headers = reader.headers().unwrap().iter().map(str::to_string).collect();
         let records = reader.records().map(|r| r.unwrap().iter().map(str::to_string).collect()).collect();

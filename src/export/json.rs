@@ -41,6 +41,8 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
             "repeat": options.repeat,
             "cpus": options.cpus,
             "workload": options.workload.name(),
+            "mode": options.mode.name(),
+            "tasks": options.task_counts,
             "chunk_bytes": options.chunk_bytes,
             "size_bytes": options.size_bytes,
             "thp": options.thp,

@@ -38,8 +38,9 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
     };
     writeln!(
         out,
-        "faultscale: {}, {workers} on CPUs {}, cgroup {} (memory, {} layout), {} x {}{}",
+        "faultscale: {}, {workers}{} on CPUs {}, cgroup {} (memory, {} layout), {} x {}{}",
         options.workload.name(),
+        if options.mode == crate::run::Mode::Thread { " (threads of one process)" } else { "" },
         env.cpus,
         env.cgroup_version,
         match env.layout {

@@ -1,6 +1,7 @@
-//! One placement's measurement: fork a pinned worker per CPU, wait for all to be ready,
-//! release them with one signal, sample on the monotonic clock, stop them with one signal,
-//! read every counter while they are stopped, then kill and reap them.
+//! One placement's measurement: fork the pinned workers (a process each, or threads of one
+//! process), wait for all to be ready, release them with one signal, sample on the monotonic
+//! clock, stop them with one signal, read every counter while they are stopped, then kill and
+//! reap them.
 //!
 //! The harness is single-threaded: workers are forked from a process with no other thread.
 
@@ -8,14 +9,15 @@ pub mod files;
 pub mod signals;
 pub mod slots;
 mod worker;
+mod workers;
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::{ForkResult, Pid, fork, getpid, setpgid};
+use nix::sys::signal::Signal;
+use nix::unistd::getpid;
 
 use crate::cgroup::layout::cgroup_of;
 use crate::cgroup::{Hierarchy, Leaf};
@@ -24,14 +26,33 @@ use crate::measure::memcg;
 use crate::measure::perf::{PerfReading, WorkerPerf};
 use crate::workload::{self, WorkloadSettings};
 use slots::{STATE_FAILED, STATE_READY, Slots};
-use worker::WorkerPlan;
+use workers::Workers;
 
 /// How long workers may take from fork to ready before the run gives up.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// How workers are made: processes (one mm each) or threads of one process (one mm shared:
+/// mmap_lock and anon_vma contention between them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Process,
+    Thread,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Process => "process",
+            Mode::Thread => "thread",
+        }
+    }
+}
+
 /// What the run measures, the same for every placement.
 #[derive(Debug, Clone)]
 pub struct RunSpec {
+    pub mode: Mode,
     pub cpus: Vec<usize>,
     pub settings: WorkloadSettings,
     pub duration: Duration,
@@ -147,145 +168,31 @@ fn check_interrupt() -> Result<()> {
     }
 }
 
-/// The forked workers. Dropping it kills and reaps every one still there, so no exit path
-/// (error, interrupt, panic) leaves a worker behind or a cgroup busy.
-struct Workers {
-    pids: Vec<Pid>,
-    cpus: Vec<usize>,
-    reaped: Vec<bool>,
-    group: Option<Pid>,
-}
-
-impl Workers {
-    fn kill_all(&mut self) {
-        if let Some(group) = self.group {
-            let _ = killpg(group, Signal::SIGKILL);
-        }
-    }
-
-    /// wait4 on one worker; returns (status, rusage).
-    fn reap(&mut self, index: usize, options: libc::c_int) -> Option<(libc::c_int, libc::rusage)> {
-        let mut status = 0;
-        // SAFETY: zeroed rusage is a valid out-buffer.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        loop {
-            // SAFETY: wait4 on our own child with valid out-pointers.
-            let rc = unsafe { libc::wait4(self.pids[index].as_raw(), &mut status, options, &mut usage) };
-            if rc == self.pids[index].as_raw() {
-                if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
-                    self.reaped[index] = true;
-                }
-                return Some((status, usage));
-            }
-            if rc == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            if rc == -1 {
-                // ECHILD: already gone.
-                self.reaped[index] = true;
-            }
-            return None;
-        }
-    }
-
-    /// A worker that exited, if any, without reaping it.
-    fn find_dead(&self) -> Option<usize> {
-        (0..self.pids.len()).find(|&i| {
-            if self.reaped[i] {
-                return true;
-            }
-            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-            // SAFETY: waitid with WNOWAIT only peeks at our own child.
-            let rc = unsafe {
-                libc::waitid(
-                    libc::P_PID,
-                    self.pids[i].as_raw() as libc::id_t,
-                    &mut info,
-                    libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-                )
-            };
-            rc == 0 && unsafe { info.si_pid() } != 0
-        })
-    }
-}
-
-impl Drop for Workers {
-    fn drop(&mut self) {
-        self.kill_all();
-        for index in 0..self.pids.len() {
-            if !self.reaped[index] {
-                // Direct kill too: a worker that died before joining the group still gets it.
-                let _ = nix::sys::signal::kill(self.pids[index], Signal::SIGKILL);
-                self.reap(index, 0);
-            }
-        }
-    }
-}
-
-/// Why a worker ended, for the user.
-fn describe_exit(status: libc::c_int, slot_message: Option<String>) -> String {
-    if libc::WIFSIGNALED(status) {
-        let signal = libc::WTERMSIG(status);
-        let hint = if signal == libc::SIGKILL { " (an OOM kill looks like this; see memory.events or dmesg)" } else { "" };
-        format!("killed by {}{hint}", signal_name(signal))
-    } else if let Some(message) = slot_message {
-        message
-    } else {
-        format!("exited with status {}", libc::WEXITSTATUS(status))
-    }
-}
-
 /// Measures one placement.
 pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dyn FnMut(String)) -> Result<PlacementRun> {
     check_interrupt()?;
     let count = spec.cpus.len();
     let slots = Slots::new(count).map_err(|e| anyhow!("mapping worker counters: {e}"))?;
-    let harness_pid = getpid();
     // Workers already in the leaf (the baseline in the harness's own cgroup) are not moved:
     // faultscale writes to no cgroup.procs it does not need to.
-    let own_cgroup = cgroup_of(harness_pid.as_raw(), hierarchy)?;
+    let own_cgroup = cgroup_of(getpid().as_raw(), hierarchy)?;
     let cgroup_procs: Option<PathBuf> =
         (own_cgroup != leaf.cgroup_path).then(|| leaf.fs_path.join("cgroup.procs"));
-
-    let mut workers = Workers { pids: Vec::new(), cpus: spec.cpus.clone(), reaped: Vec::new(), group: None };
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
-    for (index, &cpu) in spec.cpus.iter().enumerate() {
-        let plan = WorkerPlan {
-            cpu,
-            harness_pid,
-            process_group: workers.group,
-            cgroup_procs: cgroup_procs.as_deref(),
-            worker_index: index,
-            settings: &spec.settings,
-            slot: slots.get(index),
-        };
-        // SAFETY: the harness has no other thread, so the child may run arbitrary code.
-        match unsafe { fork() }.map_err(|e| anyhow!("fork: {e}"))? {
-            ForkResult::Child => worker::main(&plan),
-            ForkResult::Parent { child } => {
-                let group = *workers.group.get_or_insert(child);
-                // Both sides set the group, so it is in place whichever runs first.
-                let _ = setpgid(child, group);
-                workers.pids.push(child);
-                workers.reaped.push(false);
-            }
-        }
-    }
+    let mut workers = Workers::spawn(spec.mode, &spec.cpus, cgroup_procs.as_deref(), &spec.settings, &slots)?;
 
     wait_ready(&mut workers, &slots)?;
-    for &pid in &workers.pids {
+    for &pid in &workers.processes {
         let actual = cgroup_of(pid.as_raw(), hierarchy)?;
         if actual != leaf.cgroup_path {
             bail!("worker {pid} is in cgroup {actual}, not {}", leaf.cgroup_path);
         }
     }
+    let tids: Vec<i32> = (0..count).map(|i| slots.get(i).tid.load(Ordering::Relaxed)).collect();
 
     let mut perf: Vec<WorkerPerf> = Vec::new();
     let mut source = spec.kernel_count;
-    for &pid in workers.pids.iter().take(if source == KernelCountSource::Perf { count } else { 0 }) {
-        match WorkerPerf::open(pid.as_raw()).and_then(|mut p| p.enable().map(|_| p)) {
+    for &tid in tids.iter().take(if source == KernelCountSource::Perf { count } else { 0 }) {
+        match WorkerPerf::open(tid).and_then(|mut p| p.enable().map(|_| p)) {
             Ok(counters) => {
                 if !counters.has_hardware_counters() {
                     warn("cycles, instructions: not supported on this machine (perf hardware counters); software counters only".into());
@@ -302,11 +209,13 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
             }
         }
     }
-    let group = workers.group.expect("at least one worker");
     let read_iterations = || -> Vec<u64> { (0..count).map(|i| slots.get(i).iterations.load(Ordering::Relaxed)).collect() };
+    let task_stats = |workers: &Workers| -> Vec<Option<TaskStat>> {
+        (0..count).map(|i| task_stat(workers.process_of(i).as_raw(), tids[i])).collect()
+    };
 
     // Without warmup every baseline is read before the release, while the workers are still
-    // parked in sigwait, so the harness does nothing on a measured CPU right after it.
+    // parked, so the harness does nothing on a measured CPU right after it.
     let warmup_ns = spec.warmup.as_nanos() as u64;
     let mut perf_before: Vec<PerfReading> = perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
     let mut memcg_before = memcg::pgfault(&leaf.fs_path);
@@ -315,13 +224,13 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
 
     check_interrupt()?;
     let released_ns = monotonic_ns();
-    killpg(group, signals::START_SIGNAL).map_err(|e| anyhow!("releasing workers: {e}"))?;
+    workers.signal_all(signals::START_SIGNAL)?;
     let mut started_ns = released_ns;
     if warmup_ns > 0 {
         wait_until(released_ns + warmup_ns, &mut workers, &slots)?;
         started_ns = monotonic_ns();
         iterations_before = read_iterations();
-        minflt_before = workers.pids.iter().map(|pid| task_minflt(pid.as_raw()).unwrap_or(0)).collect();
+        minflt_before = task_stats(&workers).iter().map(|t| t.map(|t| t.minflt).unwrap_or(0)).collect();
         perf_before = perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
         memcg_before = memcg::pgfault(&leaf.fs_path);
     }
@@ -344,14 +253,14 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
     wait_until(stop_ns, &mut workers, &slots)?;
 
     // Stop: SIGSTOP freezes every worker at once; counters are read while they are frozen so
-    // loop, perf and memcg counts describe the same instant.
+    // loop, perf, per-task and memcg counts describe the same instant.
     let stopped_ns = monotonic_ns();
-    killpg(group, Signal::SIGSTOP).map_err(|e| anyhow!("stopping workers: {e}"))?;
-    for index in 0..count {
-        match workers.reap(index, libc::WUNTRACED) {
+    workers.signal_all(Signal::SIGSTOP)?;
+    for process in 0..workers.processes.len() {
+        match workers.reap(process, libc::WUNTRACED) {
             Some((status, _)) if libc::WIFSTOPPED(status) => {}
-            Some((status, _)) => return Err(died_with(&workers, &slots, index, status).into()),
-            None => return Err(worker_died(&mut workers, &slots, index).into()),
+            Some((status, _)) => return Err(workers.died_with(&slots, process, Some(status)).into()),
+            None => return Err(workers.died(&slots, process).into()),
         }
     }
     let iterations: Vec<u64> =
@@ -360,32 +269,46 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
     let perf_after: Vec<PerfReading> =
         perf.iter_mut().map(|p| p.read()).collect::<std::io::Result<_>>().map_err(|e| anyhow!("reading perf counters: {e}"))?;
     let memcg_after = memcg::pgfault(&leaf.fs_path);
+    // Threads have no rusage of their own at reaping; read each while it is frozen.
+    let stats_after = task_stats(&workers);
     drop(perf);
 
     workers.kill_all();
-    let faults_per_iteration = workload::shape(&spec.settings).per_iteration;
-    let mut results = Vec::with_capacity(count);
-    let start_times: Vec<u64> = (0..count).map(|i| slots.get(i).start_ns.load(Ordering::Relaxed)).collect();
-    for index in 0..count {
+    // Process mode: wait4's rusage, which includes what each worker's children did (fork).
+    let mut usages: Vec<Option<libc::rusage>> = Vec::new();
+    for process in 0..workers.processes.len() {
         let (_, usage) = workers
-            .reap(index, 0)
-            .ok_or_else(|| anyhow!("worker {} vanished before it was reaped", workers.pids[index]))?;
-        let loop_faults = iterations[index] * faults_per_iteration;
+            .reap(process, 0)
+            .ok_or_else(|| anyhow!("worker {} vanished before it was reaped", workers.processes[process]))?;
+        usages.push(Some(usage));
+    }
+    let per_iteration = workload::shape(&spec.settings).per_iteration;
+    let start_times: Vec<u64> = (0..count).map(|i| slots.get(i).start_ns.load(Ordering::Relaxed)).collect();
+    let mut results = Vec::with_capacity(count);
+    for index in 0..count {
+        let (minflt, user, sys) = match (spec.mode, usages[0], stats_after[index]) {
+            (Mode::Process, _, _) => {
+                let usage = usages[index].expect("one process per worker");
+                (usage.ru_minflt as u64, user_us(&usage), sys_us(&usage))
+            }
+            (Mode::Thread, _, Some(stat)) => (stat.minflt, stat.user_us, stat.sys_us),
+            (Mode::Thread, _, None) => bail!("could not read /proc for worker thread {}", tids[index]),
+        };
         let perf_delta = (source == KernelCountSource::Perf).then(|| perf_after[index].since(&perf_before[index]));
         let kernel_faults = match perf_delta {
             Some(p) => p.page_faults,
-            None => (usage.ru_minflt as u64).saturating_sub(minflt_before[index]),
+            None => minflt.saturating_sub(minflt_before[index]),
         };
         results.push(WorkerResult {
             cpu: spec.cpus[index],
-            pid: workers.pids[index].as_raw(),
+            pid: tids[index],
             iterations: iterations[index],
-            loop_faults,
+            loop_faults: iterations[index] * per_iteration,
             kernel_faults,
             perf: perf_delta,
-            cpu_share: (user_us(&usage) + sys_us(&usage)) as f64 * 1e3 / (stopped_ns - released_ns) as f64,
-            user_us: user_us(&usage),
-            sys_us: sys_us(&usage),
+            cpu_share: (user + sys) as f64 * 1e3 / (stopped_ns - released_ns) as f64,
+            user_us: user,
+            sys_us: sys,
             start_offset_ns: start_times[index].saturating_sub(released_ns),
         });
     }
@@ -412,11 +335,30 @@ fn sys_us(usage: &libc::rusage) -> u64 {
     usage.ru_stime.tv_sec as u64 * 1_000_000 + usage.ru_stime.tv_usec as u64
 }
 
-/// A running task's minor faults, field 10 of /proc/PID/stat.
-fn task_minflt(pid: i32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses; fields resume after the last ')'.
-    stat[stat.rfind(')')? + 1..].split_whitespace().nth(7)?.parse().ok()
+/// One task's counters from /proc/PID/task/TID/stat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TaskStat {
+    minflt: u64,
+    user_us: u64,
+    sys_us: u64,
+}
+
+fn task_stat(pid: i32, tid: i32) -> Option<TaskStat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+    parse_task_stat(&text, clock_ticks_per_sec())
+}
+
+fn clock_ticks_per_sec() -> u64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as u64
+}
+
+/// Fields 10 (minflt), 14 (utime) and 15 (stime) of a stat line. The command name may hold
+/// spaces and parentheses; the fields resume after the last ')', at field 3.
+fn parse_task_stat(text: &str, ticks_per_sec: u64) -> Option<TaskStat> {
+    let fields: Vec<&str> = text[text.rfind(')')? + 1..].split_whitespace().collect();
+    let field = |n: usize| -> Option<u64> { fields.get(n - 3)?.parse().ok() };
+    let to_us = |ticks: u64| ticks * 1_000_000 / ticks_per_sec;
+    Some(TaskStat { minflt: field(10)?, user_us: to_us(field(14)?), sys_us: to_us(field(15)?) })
 }
 
 /// Sleeps until `deadline_ns` on the monotonic clock; returns early with an error when a stop
@@ -427,7 +369,7 @@ fn wait_until(deadline_ns: u64, workers: &mut Workers, slots: &Slots) -> Result<
         // death in the last instant before the sleep is still caught at the next wait.
         if signals::take_child_changed() {
             if let Some(dead) = workers.find_dead() {
-                return Err(worker_died(workers, slots, dead).into());
+                return Err(workers.died(slots, dead).into());
             }
         }
         check_interrupt()?;
@@ -439,10 +381,11 @@ fn wait_until(deadline_ns: u64, workers: &mut Workers, slots: &Slots) -> Result<
 
 fn wait_ready(workers: &mut Workers, slots: &Slots) -> Result<()> {
     let deadline = monotonic_ns() + READY_TIMEOUT.as_nanos() as u64;
+    let count = workers.cpus.len();
     loop {
         check_interrupt()?;
         let mut ready = 0;
-        for index in 0..workers.pids.len() {
+        for index in 0..count {
             let slot = slots.get(index);
             match slot.state.load(Ordering::Acquire) {
                 STATE_READY => ready += 1,
@@ -454,11 +397,11 @@ fn wait_ready(workers: &mut Workers, slots: &Slots) -> Result<()> {
                 _ => {}
             }
         }
-        if ready == workers.pids.len() {
+        if ready == count {
             return Ok(());
         }
         if let Some(dead) = workers.find_dead() {
-            bail!("{}", worker_died(workers, slots, dead));
+            bail!("{}", workers.died(slots, dead));
         }
         if monotonic_ns() > deadline {
             bail!("workers did not report ready within {} s", READY_TIMEOUT.as_secs());
@@ -467,24 +410,17 @@ fn wait_ready(workers: &mut Workers, slots: &Slots) -> Result<()> {
     }
 }
 
-fn worker_died(workers: &mut Workers, slots: &Slots, index: usize) -> WorkerDied {
-    // The exit status, if it is still there to collect.
-    match workers.reap(index, libc::WNOHANG) {
-        Some((status, _)) => died_with(workers, slots, index, status),
-        None => WorkerDied(format!(
-            "worker {} on CPU {} stopped: {}",
-            workers.pids[index],
-            workers.cpus[index],
-            slots.get(index).failure().unwrap_or_else(|| "exited".into())
-        )),
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn died_with(workers: &Workers, slots: &Slots, index: usize, status: libc::c_int) -> WorkerDied {
-    WorkerDied(format!(
-        "worker {} on CPU {} stopped: {}",
-        workers.pids[index],
-        workers.cpus[index],
-        describe_exit(status, slots.get(index).failure())
-    ))
+    #[test]
+    fn task_stat_survives_odd_command_names() {
+        let line = "1234 (fault (scale) x) R 1 1234 1234 0 -1 4194560 987654 55 0 0 250 75 0 0 20 0 2 0 100 0 0";
+        assert_eq!(
+            parse_task_stat(line, 100),
+            Some(TaskStat { minflt: 987654, user_us: 2_500_000, sys_us: 750_000 })
+        );
+        assert_eq!(parse_task_stat("garbage", 100), None);
+    }
 }

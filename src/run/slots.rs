@@ -19,6 +19,8 @@ pub struct Slot {
     pub iterations: AtomicU64,
     pub state: AtomicU32,
     pub cpu_seen: AtomicI32,
+    /// The worker's thread id (its pid in process mode), for perf and /proc.
+    pub tid: AtomicI32,
     /// CLOCK_MONOTONIC ns at which the worker left its wait and entered the loop.
     pub start_ns: AtomicU64,
     /// The worker's minor faults when it reported ready (rusage fallback baseline).
@@ -58,6 +60,11 @@ pub struct Slots {
     base: *mut Slot,
     count: usize,
 }
+
+// SAFETY: the mapping is only reached through `get`, which hands out `&Slot`, and `Slot` is
+// Sync; the pointer itself is never written after `new`.
+unsafe impl Send for Slots {}
+unsafe impl Sync for Slots {}
 
 impl Slots {
     pub fn new(count: usize) -> std::io::Result<Self> {

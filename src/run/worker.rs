@@ -1,85 +1,175 @@
-//! The worker side of the start protocol, run in the forked child. It never returns into the
+//! The worker side of the start protocol, run in a forked child: one worker per process, or
+//! (--mode thread) every worker as a thread of one process. It never returns into the
 //! harness's code: it ends in _exit, so no destructor of the parent's state (the cgroup tree)
 //! runs in a worker.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::sync::atomic::Ordering;
+use std::sync::{Condvar, Mutex};
 
 use nix::sched::{CpuSet, sched_getcpu, sched_setaffinity};
 use nix::sys::signal::SigSet;
 use nix::unistd::{Pid, getppid, setpgid};
 
 use super::signals;
-use super::slots::{STATE_READY, STATE_RUNNING, Slot};
+use super::slots::{STATE_READY, STATE_RUNNING, Slot, Slots};
 use crate::measure::clock::monotonic_ns;
 use crate::workload::{self, WorkloadSettings};
 
 pub struct WorkerPlan<'a> {
-    pub cpu: usize,
     pub harness_pid: Pid,
-    /// The workers' process group; None for the first worker, which leads it.
+    /// The workers' process group; None for the first process, which leads it.
     pub process_group: Option<Pid>,
-    /// cgroup.procs of the worker's cgroup, or None when it already runs there.
+    /// cgroup.procs of the workers' cgroup, or None when they already run there.
     pub cgroup_procs: Option<&'a Path>,
-    pub worker_index: usize,
     pub settings: &'a WorkloadSettings,
-    pub slot: &'a Slot,
+    pub slots: &'a Slots,
+    /// (slot index, CPU) of each worker this process runs: one, or all as threads.
+    pub workers: Vec<(usize, usize)>,
 }
 
-pub fn main(plan: &WorkerPlan) -> ! {
-    let reason = catch_unwind(AssertUnwindSafe(|| body(plan))).unwrap_or_else(|_| "worker panicked".into());
-    plan.slot.fail(&reason);
-    // SAFETY: ends this forked process without running the parent's destructors.
+/// Ends this process at once, without the parent's destructors.
+fn exit_now() -> ! {
+    // SAFETY: _exit is always safe to call.
     unsafe { libc::_exit(2) }
 }
 
-fn body(plan: &WorkerPlan) -> String {
+pub fn main(plan: &WorkerPlan) -> ! {
+    let first = plan.slots.get(plan.workers[0].0);
+    match catch_unwind(AssertUnwindSafe(|| process_setup(plan))) {
+        Ok(Ok(())) => {}
+        Ok(Err(reason)) => first.fail(&reason),
+        Err(_) => first.fail("worker panicked"),
+    }
+    if first.failure().is_some() {
+        exit_now();
+    }
+    if let [(slot, cpu)] = plan.workers[..] {
+        let reason = catch_unwind(AssertUnwindSafe(|| worker(plan, slot, cpu, &StartGate::Signal)))
+            .unwrap_or_else(|_| "worker panicked".into());
+        plan.slots.get(slot).fail(&reason);
+        exit_now();
+    }
+    threads(plan)
+}
+
+/// What every worker process does first: die with the harness, join the workers' process
+/// group, default stop signals, move into the cgroup.
+fn process_setup(plan: &WorkerPlan) -> Result<(), String> {
     // SAFETY: plain prctl; SIGKILL on the harness thread's death, so no worker outlives it.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
     if getppid() != plan.harness_pid {
-        return "the harness exited while this worker started".into();
+        return Err("the harness exited while this worker started".into());
     }
     signals::reset_in_worker();
-    if let Err(e) = setpgid(Pid::from_raw(0), plan.process_group.unwrap_or(Pid::from_raw(0))) {
-        return format!("setpgid: {e}");
-    }
+    setpgid(Pid::from_raw(0), plan.process_group.unwrap_or(Pid::from_raw(0))).map_err(|e| format!("setpgid: {e}"))?;
     if let Some(procs) = plan.cgroup_procs {
         // Our own pid, not "0": the harness verifies membership by pid afterwards.
         let pid = std::process::id().to_string();
-        if let Err(e) = std::fs::write(procs, &pid) {
-            return format!("moving into {}: {e}", procs.display());
+        std::fs::write(procs, &pid).map_err(|e| format!("moving into {}: {e}", procs.display()))?;
+    }
+    Ok(())
+}
+
+/// How a worker learns that the run starts.
+enum StartGate<'g> {
+    /// The start signal itself (one worker per process: every process gets it).
+    Signal,
+    /// A flag the process's main thread raises when it takes the start signal, with one
+    /// futex wake for all threads (a process-directed signal reaches only one thread).
+    Shared(&'g (Mutex<bool>, Condvar)),
+}
+
+impl StartGate<'_> {
+    fn wait(&self) -> Result<(), String> {
+        match self {
+            StartGate::Signal => wait_for_start_signal(),
+            StartGate::Shared((started, wake)) => {
+                let mut started = started.lock().map_err(|_| "start gate poisoned".to_string())?;
+                while !*started {
+                    started = wake.wait(started).map_err(|_| "start gate poisoned".to_string())?;
+                }
+                Ok(())
+            }
         }
     }
+}
+
+fn wait_for_start_signal() -> Result<(), String> {
+    let mut start = SigSet::empty();
+    start.add(signals::START_SIGNAL);
+    start.wait().map(|_| ()).map_err(|e| format!("waiting for the start signal: {e}"))
+}
+
+/// --mode thread: one thread per worker in this process; the main thread turns the start
+/// signal into one wake of all of them, then sleeps. The scope never ends: the process ends
+/// by the harness's signal or a worker's _exit.
+fn threads(plan: &WorkerPlan) -> ! {
+    let gate = (Mutex::new(false), Condvar::new());
+    std::thread::scope(|scope| {
+        for &(slot, cpu) in &plan.workers {
+            let gate = &gate;
+            let spawned = std::thread::Builder::new().name(format!("worker-{cpu}")).spawn_scoped(scope, move || {
+                let reason = catch_unwind(AssertUnwindSafe(|| worker(plan, slot, cpu, &StartGate::Shared(gate))))
+                    .unwrap_or_else(|_| "worker panicked".into());
+                plan.slots.get(slot).fail(&reason);
+                // One worker failing ends the process: the harness reports this thread's reason.
+                exit_now()
+            });
+            if let Err(e) = spawned {
+                plan.slots.get(slot).fail(&format!("spawning the worker thread: {e}"));
+                exit_now();
+            }
+        }
+        if let Err(reason) = wait_for_start_signal() {
+            plan.slots.get(plan.workers[0].0).fail(&reason);
+            exit_now();
+        }
+        let (started, wake) = &gate;
+        *started.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        wake.notify_all();
+        loop {
+            // SAFETY: pause only sleeps.
+            unsafe { libc::pause() };
+        }
+    })
+}
+
+/// One worker, on the calling thread: pin, prepare, report ready, wait for the start, loop.
+/// Returns only with the reason it stopped.
+fn worker(plan: &WorkerPlan, slot_index: usize, cpu: usize, gate: &StartGate) -> String {
+    let slot: &Slot = plan.slots.get(slot_index);
+    // SAFETY: gettid has no preconditions.
+    slot.tid.store(unsafe { libc::gettid() }, Ordering::Relaxed);
     let mut cpus = CpuSet::new();
-    if let Err(e) = cpus.set(plan.cpu) {
-        return format!("CPU {}: {e}", plan.cpu);
+    if let Err(e) = cpus.set(cpu) {
+        return format!("CPU {cpu}: {e}");
     }
+    // pid 0: the calling thread only, so each thread pins itself.
     if let Err(e) = sched_setaffinity(Pid::from_raw(0), &cpus) {
-        return format!("pinning to CPU {}: {e}", plan.cpu);
+        return format!("pinning to CPU {cpu}: {e}");
     }
     match sched_getcpu() {
-        Ok(cpu) if cpu == plan.cpu => {}
-        Ok(cpu) => return format!("pinned to CPU {} but running on CPU {cpu}", plan.cpu),
+        Ok(running) if running == cpu => {}
+        Ok(running) => return format!("pinned to CPU {cpu} but running on CPU {running}"),
         Err(e) => return format!("sched_getcpu: {e}"),
     }
-    let mut workload = workload::create(plan.settings, plan.worker_index);
+    let mut workload = workload::create(plan.settings, slot_index);
     if let Err(e) = workload.prepare() {
         return e;
     }
-    // SAFETY: getrusage with a valid out-pointer.
+    // SAFETY: getrusage with a valid out-pointer; RUSAGE_THREAD is this thread's own count.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    plan.slot.ready_minflt.store(usage.ru_minflt as u64, Ordering::Relaxed);
-    plan.slot.cpu_seen.store(plan.cpu as i32, Ordering::Relaxed);
-    plan.slot.state.store(STATE_READY, Ordering::Release);
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    slot.ready_minflt.store(usage.ru_minflt as u64, Ordering::Relaxed);
+    slot.cpu_seen.store(cpu as i32, Ordering::Relaxed);
+    slot.state.store(STATE_READY, Ordering::Release);
 
-    let mut start = SigSet::empty();
-    start.add(signals::START_SIGNAL);
-    if let Err(e) = start.wait() {
-        return format!("waiting for the start signal: {e}");
+    if let Err(e) = gate.wait() {
+        return e;
     }
-    plan.slot.start_ns.store(monotonic_ns(), Ordering::Relaxed);
-    plan.slot.state.store(STATE_RUNNING, Ordering::Relaxed);
-    workload.run(&plan.slot.iterations)
+    slot.start_ns.store(monotonic_ns(), Ordering::Relaxed);
+    slot.state.store(STATE_RUNNING, Ordering::Relaxed);
+    workload.run(&slot.iterations)
 }

@@ -1,0 +1,90 @@
+//! Every workload, in both modes where it can run, in a child cgroup under the test's own
+//! cgroup; and the task-count sweep.
+
+mod common;
+
+use common::*;
+
+fn number(row: &std::collections::HashMap<String, String>, column: &str) -> f64 {
+    row[column].parse().unwrap_or_else(|_| panic!("{column} = {:?}", row[column]))
+}
+
+#[test]
+fn every_workload_runs_counts_and_cleans_up_in_both_modes() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let tmp = tempfile::tempdir().unwrap();
+    let workloads = ["anon", "file-private", "file-shared", "mmap-file", "usemem", "fork"];
+    for mode in ["process", "thread"] {
+        for workload in workloads {
+            if mode == "thread" && workload == "fork" {
+                continue;
+            }
+            let csv = tmp.path().join(format!("{workload}-{mode}.csv"));
+            let (_, output) = run_clean(&base, &[
+                "--base", "self", "--cgroup", "child", "--no-baseline", "--duration", "1", "--workload", workload,
+                "--mode", mode, "--size", "8M", "--tmpdir", tmp.path().to_str().unwrap(), "--csv", csv.to_str().unwrap(),
+            ]);
+            let context = format!("{workload} as {mode}: {}", text(&output.stderr));
+            assert!(output.status.success(), "{context}");
+            let rows = read_csv(&csv);
+            assert_eq!(rows.len(), 1, "{context}");
+            let row = &rows[0];
+            assert_eq!(row["workload"], workload);
+            assert_eq!(row["mode"], mode);
+            assert!(number(row, "faults") > 0.0, "{context}: the loop did not advance");
+            if workload == "mmap-file" {
+                // It maps and unmaps without touching: loops, no faults to speak of.
+                assert_eq!(row["unit"], "loops");
+                assert!(number(row, "kernel_faults") < 0.001 * number(row, "faults"), "{context}");
+            } else {
+                assert_eq!(row["unit"], "faults");
+                assert!(number(row, "kernel_faults") > 0.0, "{context}");
+                assert!(number(row, "memcg_pgfault") > 0.0, "{context}");
+            }
+            if workload != "fork" && workload != "mmap-file" {
+                let (faults, kernel) = (number(row, "faults"), number(row, "kernel_faults"));
+                // One iteration per worker may be in flight at the stop (8M = 2048 pages).
+                assert!((faults - kernel).abs() <= 0.01 * kernel + 2.0 * 2048.0, "{context}: {faults} vs {kernel}");
+            }
+            if ["file-private", "file-shared", "mmap-file"].contains(&workload) {
+                assert!(text(&output.stdout).contains("files in "), "{context}");
+            }
+        }
+    }
+    // Only the CSVs remain in --tmpdir: every run directory and worker file is gone.
+    let left: Vec<String> = files_in(tmp.path()).iter().map(|n| n.to_string_lossy().into_owned()).collect();
+    assert!(left.iter().all(|name| name.ends_with(".csv")), "{left:?}");
+}
+
+#[test]
+fn a_task_sweep_yields_a_row_per_count_and_placement() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("sweep.csv");
+    let (_, output) = run_clean(&base, &[
+        "--base", "self", "--cgroup", "child", "--duration", "0.4", "--tasks", "1..3", "--workload", "mmap-file",
+        "--tmpdir", tmp.path().to_str().unwrap(), "--csv", csv.to_str().unwrap(),
+    ]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let rows = read_csv(&csv);
+    let keys: Vec<(String, String)> = rows.iter().map(|r| (r["tasks"].clone(), r["placement"].clone())).collect();
+    let expected: Vec<(String, String)> = ["1", "2", "3"]
+        .iter()
+        .flat_map(|t| ["root", "child"].map(|p| (t.to_string(), p.to_string())))
+        .collect();
+    assert_eq!(keys, expected);
+    // More tasks than allowed CPUs are placed round-robin, and the run says so.
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let oversubscribed = format!("3 tasks on {cpus} CPUs");
+    assert_eq!(text(&output.stderr).contains(&oversubscribed), 3 > cpus, "{}", text(&output.stderr));
+    assert!(stdout.contains("scaling (vs linear"), "{stdout}");
+    assert!(stdout.contains("root/child overhead at 1 task:"), "{stdout}");
+    for row in &rows {
+        let per_task = number(row, "faults_per_sec_per_task") * number(row, "tasks");
+        assert!((per_task - number(row, "faults_per_sec")).abs() < 1.0);
+        assert!(number(row, "sys_s") > 0.0, "mmap/munmap is system time");
+    }
+}
