@@ -43,6 +43,16 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = VersionChoice::Auto)]
         cgroup_version: VersionChoice,
     },
+    /// Compare runs: BASE against NEW (and more), matched by workload, mode, tasks, placement
+    Compare {
+        /// The baseline run's --csv or --json file
+        base: String,
+        /// Runs to compare with it
+        #[arg(required = true)]
+        new: Vec<String>,
+        #[arg(long, value_enum, default_value_t = crate::compare::Format::Table)]
+        format: crate::compare::Format,
+    },
     /// Remove faultscale-* cgroups left by runs whose process is gone (e.g. after SIGKILL)
     Cleanup {
         /// List what would be removed, remove nothing

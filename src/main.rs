@@ -2,6 +2,7 @@
 
 mod benchmark;
 mod cgroup;
+mod compare;
 mod cli;
 mod environment;
 mod export;
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
         None => run_benchmark(&cli.run),
         Some(Command::Env { cgroup_version, base }) => print_env(cgroup_version, &base),
         Some(Command::Profiles { name, cgroup_version }) => show_profiles(name.as_deref(), cgroup_version),
+        Some(Command::Compare { base, new, format }) => run_compare(&base, &new, format),
         Some(Command::Cleanup { dry_run, cgroup_version, base }) => cleanup(dry_run, cgroup_version, &base),
     };
     match result {
@@ -183,6 +185,23 @@ fn print_env(version: cgroup::VersionChoice, base: &str) -> Result<ExitCode> {
         std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim()
     );
     Ok(if usable.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn run_compare(base: &str, new: &[String], format: compare::Format) -> Result<ExitCode> {
+    let base = compare::RunFile::load(std::path::Path::new(base))?;
+    let mut changes = Vec::new();
+    for path in new {
+        let file = compare::RunFile::load(std::path::Path::new(path))?;
+        for warning in compare::differences(&base, &file) {
+            eprintln!("faultscale: warning: {warning}");
+        }
+        changes.extend(compare::compare(&base, &file));
+    }
+    if changes.is_empty() {
+        bail!("no rows match between the files (workload, mode, tasks and placement must agree)");
+    }
+    compare::write(&mut std::io::stdout().lock(), &changes, format)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn show_profiles(name: Option<&str>, version: cgroup::VersionChoice) -> Result<ExitCode> {

@@ -101,6 +101,33 @@ pub fn ratio_interval(ratios: &[f64]) -> Option<RatioInterval> {
     })
 }
 
+/// Welch's unequal-variance t-test of mean(b) against mean(a).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Welch {
+    pub t: f64,
+    /// Welch-Satterthwaite degrees of freedom.
+    pub df: f64,
+    /// |t| beyond the two-sided 95% quantile at floor(df) (conservative).
+    pub significant: bool,
+}
+
+/// None when either side has fewer than two values (no variance to test with).
+pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
+    let (sa, sb) = (summarize(a)?, summarize(b)?);
+    if sa.n < 2 || sb.n < 2 {
+        return None;
+    }
+    let (va, vb) = (sa.stddev.powi(2) / sa.n as f64, sb.stddev.powi(2) / sb.n as f64);
+    let se = (va + vb).sqrt();
+    if se == 0.0 {
+        // Identical constants on both sides: no spread, so any difference is exact.
+        return Some(Welch { t: f64::INFINITY, df: f64::INFINITY, significant: sa.mean != sb.mean });
+    }
+    let t = (sb.mean - sa.mean) / se;
+    let df = (va + vb).powi(2) / (va.powi(2) / (sa.n - 1) as f64 + vb.powi(2) / (sb.n - 1) as f64);
+    Some(Welch { t, df, significant: t.abs() > t_quantile_95(df.floor().max(1.0) as usize) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,6 +169,25 @@ mod tests {
         assert!(close(t_quantile_95(40), 2.021, 2e-3));
         assert!(close(t_quantile_95(120), 1.980, 2e-3));
         assert!(close(t_quantile_95(100_000), 1.960, 1e-3));
+    }
+
+    #[test]
+    fn welch_matches_hand_computation() {
+        // a: mean 3, variance 2.5; b: mean 6, variance 10; n = 5 each.
+        // se = sqrt(0.5 + 2) = 1.5811; t = 3 / se = 1.8974;
+        // df = 2.5^2 / (0.5^2/4 + 2^2/4) = 6.25 / 1.0625 = 5.882 -> t(5) = 2.571: not significant.
+        let w = welch(&[1.0, 2.0, 3.0, 4.0, 5.0], &[2.0, 4.0, 6.0, 8.0, 10.0]).unwrap();
+        assert!(close(w.t, 3.0 / 2.5f64.sqrt(), 1e-12));
+        assert!(close(w.df, 6.25 / 1.0625, 1e-12));
+        assert!(!w.significant);
+        // Tight samples far apart are significant, in either direction.
+        let slower = welch(&[100.0, 101.0, 99.0], &[90.0, 91.0, 89.0]).unwrap();
+        assert!(slower.significant && slower.t < 0.0);
+        let faster = welch(&[90.0, 91.0, 89.0], &[100.0, 101.0, 99.0]).unwrap();
+        assert!(faster.significant && faster.t > 0.0);
+        assert_eq!(welch(&[1.0], &[2.0, 3.0]), None);
+        assert!(welch(&[5.0, 5.0], &[6.0, 6.0]).unwrap().significant);
+        assert!(!welch(&[5.0, 5.0], &[5.0, 5.0]).unwrap().significant);
     }
 
     #[test]

@@ -1,0 +1,356 @@
+//! `faultscale compare BASE NEW [MORE...]`: before/after tables from faultscale's own CSV or
+//! JSON files, as kernel developers read them in mmtests and lkp reports: per workload, mode,
+//! task count and placement, the base and new mean rate, the change with a significance mark
+//! (Welch's t at 95%), each side's CV, and the change in the root/child overhead itself.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::stats::{self, summarize};
+
+/// Rows match on these.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Key {
+    pub workload: String,
+    pub mode: String,
+    pub tasks: u64,
+    /// Root first, then placements by name.
+    pub placement: (bool, String),
+}
+
+impl Key {
+    fn label(&self) -> String {
+        format!("{} {} {}t {}", self.workload, self.mode, self.tasks, self.placement.1)
+    }
+}
+
+/// One file's repetitions per key, and what it was run on.
+#[derive(Debug, Default)]
+pub struct RunFile {
+    pub name: String,
+    pub rates: BTreeMap<Key, Vec<f64>>,
+    /// Root rate / placement rate, per repetition.
+    pub overheads: BTreeMap<Key, Vec<f64>>,
+    pub facts: BTreeMap<&'static str, String>,
+}
+
+const FACTS: [&str; 5] = ["kernel", "host", "cgroup_version", "thp_enabled", "governor"];
+
+fn key(workload: &str, mode: &str, tasks: u64, placement: &str) -> Key {
+    Key {
+        workload: workload.into(),
+        mode: mode.into(),
+        tasks,
+        placement: (placement != "root", placement.into()),
+    }
+}
+
+impl RunFile {
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let name = path.display().to_string();
+        if text.trim_start().starts_with('{') {
+            Self::from_json(name, &text)
+        } else {
+            Self::from_csv(name, &text)
+        }
+    }
+
+    fn add(&mut self, key: Key, rate: f64, ratio: Option<f64>) {
+        if let Some(ratio) = ratio.filter(|r| *r > 0.0) {
+            if key.placement.0 {
+                self.overheads.entry(key.clone()).or_default().push(1.0 / ratio);
+            }
+        }
+        self.rates.entry(key).or_default().push(rate);
+    }
+
+    pub fn from_csv(name: String, text: &str) -> Result<Self> {
+        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        let headers = reader.headers().with_context(|| format!("{name}: not a faultscale CSV"))?.clone();
+        let column = |wanted: &str| {
+            headers
+                .iter()
+                .position(|h| h == wanted)
+                .ok_or_else(|| anyhow!("{name}: no {wanted} column; is this a faultscale --csv file?"))
+        };
+        let [workload, mode, tasks, placement, cpu, rate, ratio] =
+            ["workload", "mode", "tasks", "placement", "cpu", "faults_per_sec", "ratio_vs_root"].map(column);
+        let (workload, mode, tasks, placement, cpu, rate, ratio) = (workload?, mode?, tasks?, placement?, cpu?, rate?, ratio?);
+        let mut file = RunFile { name: name.clone(), ..Default::default() };
+        for (line, record) in reader.records().enumerate() {
+            let record = record.with_context(|| format!("{name}: row {}", line + 2))?;
+            if !record[cpu].is_empty() {
+                continue; // --per-cpu rows
+            }
+            let number = |i: usize| -> Result<f64> {
+                record[i].parse().map_err(|_| anyhow!("{name}: row {}: {:?} is not a number", line + 2, &record[i]))
+            };
+            let tasks_count = number(tasks)? as u64;
+            let k = key(&record[workload], &record[mode], tasks_count, &record[placement]);
+            let ratio_value = if record[ratio].is_empty() { None } else { Some(number(ratio)?) };
+            file.add(k, number(rate)?, ratio_value);
+            for fact in FACTS {
+                if let Some(i) = headers.iter().position(|h| h == fact) {
+                    file.facts.entry(fact).or_insert_with(|| record[i].to_string());
+                }
+            }
+        }
+        if file.rates.is_empty() {
+            bail!("{name}: no summary rows");
+        }
+        Ok(file)
+    }
+
+    pub fn from_json(name: String, text: &str) -> Result<Self> {
+        let document: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| anyhow!("{name}: not JSON: {e}"))?;
+        let settings = &document["settings"];
+        let workload = settings["workload"].as_str().ok_or_else(|| anyhow!("{name}: no settings.workload; is this a faultscale --json file?"))?;
+        let mode = settings["mode"].as_str().unwrap_or("process");
+        let mut file = RunFile { name: name.clone(), ..Default::default() };
+        for m in document["measurements"].as_array().ok_or_else(|| anyhow!("{name}: no measurements"))? {
+            let tasks = m["run"]["workers"].as_array().map(|w| w.len() as u64).unwrap_or(0);
+            let placement = m["placement"].as_str().unwrap_or("?");
+            let rate = m["faults_per_sec"].as_f64().ok_or_else(|| anyhow!("{name}: a measurement lacks faults_per_sec"))?;
+            file.add(key(workload, mode, tasks, placement), rate, m["ratio_vs_root"].as_f64());
+        }
+        let env = &document["environment"];
+        for fact in FACTS {
+            if let Some(value) = env[fact].as_str() {
+                file.facts.insert(fact, value.to_string());
+            }
+        }
+        if let Some(cpus) = env["allowed_cpus"].as_str() {
+            file.facts.insert("allowed_cpus", cpus.to_string());
+        }
+        if file.rates.is_empty() {
+            bail!("{name}: no measurements");
+        }
+        Ok(file)
+    }
+}
+
+/// One line of a comparison.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Change {
+    pub workload: String,
+    pub mode: String,
+    pub tasks: u64,
+    pub placement: String,
+    pub new_file: String,
+    pub base_mean: f64,
+    pub new_mean: f64,
+    pub change_pct: f64,
+    /// "yes", "no", or "?" when a side has a single repetition.
+    pub significant: &'static str,
+    pub base_cv_pct: f64,
+    pub new_cv_pct: f64,
+    pub base_overhead_pct: Option<f64>,
+    pub new_overhead_pct: Option<f64>,
+    /// New overhead minus base overhead, percentage points.
+    pub overhead_change_points: Option<f64>,
+}
+
+pub fn compare(base: &RunFile, new: &RunFile) -> Vec<Change> {
+    let mut changes = Vec::new();
+    for (key, base_rates) in &base.rates {
+        let Some(new_rates) = new.rates.get(key) else { continue };
+        let (Some(b), Some(n)) = (summarize(base_rates), summarize(new_rates)) else { continue };
+        let overhead = |file: &RunFile| file.overheads.get(key).and_then(|v| summarize(v)).map(|s| 100.0 * s.mean);
+        let (base_overhead, new_overhead) = (overhead(base), overhead(new));
+        changes.push(Change {
+            workload: key.workload.clone(),
+            mode: key.mode.clone(),
+            tasks: key.tasks,
+            placement: key.placement.1.clone(),
+            new_file: new.name.clone(),
+            base_mean: b.mean,
+            new_mean: n.mean,
+            change_pct: 100.0 * (n.mean - b.mean) / b.mean,
+            significant: match stats::welch(base_rates, new_rates) {
+                Some(w) if w.significant => "yes",
+                Some(_) => "no",
+                None => "?",
+            },
+            base_cv_pct: b.cv_pct,
+            new_cv_pct: n.cv_pct,
+            base_overhead_pct: base_overhead,
+            new_overhead_pct: new_overhead,
+            overhead_change_points: base_overhead.zip(new_overhead).map(|(b, n)| n - b),
+        });
+    }
+    changes
+}
+
+/// What differs between the files' machines and setups, one warning each.
+pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for (fact, base_value) in &base.facts {
+        if let Some(new_value) = new.facts.get(fact) {
+            if new_value != base_value {
+                warnings.push(format!("{} vs {}: {fact} differs ({base_value} vs {new_value})", base.name, new.name));
+            }
+        }
+    }
+    let unmatched = new.rates.keys().filter(|k| !base.rates.contains_key(k)).count();
+    if unmatched > 0 {
+        warnings.push(format!("{}: {unmatched} row(s) have no match in {}", new.name, base.name));
+    }
+    warnings
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Csv,
+    Markdown,
+}
+
+fn mark(change: &Change) -> &'static str {
+    match change.significant {
+        "yes" => "*",
+        "?" => "?",
+        _ => "",
+    }
+}
+
+fn pct(value: Option<f64>) -> String {
+    value.map(|v| format!("{v:.1}%")).unwrap_or_else(|| "-".into())
+}
+
+pub fn write(out: &mut dyn Write, changes: &[Change], format: Format) -> Result<()> {
+    match format {
+        Format::Csv => {
+            let mut writer = csv::Writer::from_writer(out);
+            for change in changes {
+                writer.serialize(change)?;
+            }
+            writer.flush()?;
+        }
+        Format::Markdown => {
+            writeln!(out, "| workload | mode | tasks | placement | base /s | new /s | change | CV base | CV new | overhead base | overhead new | overhead change |")?;
+            writeln!(out, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
+            for c in changes {
+                writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {:.0} | {:.0} | {:+.2}%{} | {:.1}% | {:.1}% | {} | {} | {} |",
+                    c.workload, c.mode, c.tasks, c.placement, c.base_mean, c.new_mean, c.change_pct, mark(c),
+                    c.base_cv_pct, c.new_cv_pct, pct(c.base_overhead_pct), pct(c.new_overhead_pct),
+                    c.overhead_change_points.map(|p| format!("{p:+.1} pts")).unwrap_or("-".into())
+                )?;
+            }
+            writeln!(out, "\n`*` significant at 95% (Welch's t); `?` a side has one repetition.")?;
+        }
+        Format::Table => {
+            let width = changes.iter().map(|c| key(&c.workload, &c.mode, c.tasks, &c.placement).label().len()).max().unwrap_or(4);
+            writeln!(
+                out,
+                "{:<width$} {:>12} {:>12} {:>10} {:>7} {:>7} {:>9} {:>9} {:>9}",
+                "row", "base/s", "new/s", "change", "CV base", "CV new", "ovh base", "ovh new", "ovh chg"
+            )?;
+            let mut file = "";
+            for c in changes {
+                if c.new_file != file {
+                    file = &c.new_file;
+                    writeln!(out, "[{file}]")?;
+                }
+                writeln!(
+                    out,
+                    "{:<width$} {:>12} {:>12} {:>10} {:>6.1}% {:>6.1}% {:>9} {:>9} {:>9}",
+                    key(&c.workload, &c.mode, c.tasks, &c.placement).label(),
+                    crate::export::table::thousands(c.base_mean),
+                    crate::export::table::thousands(c.new_mean),
+                    format!("{:+.2}%{}", c.change_pct, mark(c)),
+                    c.base_cv_pct,
+                    c.new_cv_pct,
+                    pct(c.base_overhead_pct),
+                    pct(c.new_overhead_pct),
+                    c.overhead_change_points.map(|p| format!("{p:+.1}pt")).unwrap_or("-".into())
+                )?;
+            }
+            writeln!(out, "* significant at 95% (Welch's t); ? a side has one repetition; ovh = root/placement overhead")?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = "run_id,kernel,host,cgroup_version,workload,mode,tasks,placement,repetition,cpu,faults_per_sec,ratio_vs_root\n";
+
+    fn csv_file(name: &str, kernel: &str, rows: &[(&str, u32, f64, f64)]) -> RunFile {
+        let mut text = HEADER.to_string();
+        for (placement, repetition, rate, ratio) in rows {
+            text += &format!("r,{kernel},h,v1,anon,process,2,{placement},{repetition},,{rate},{ratio}\n");
+            // A per-CPU row that must be ignored.
+            text += &format!("r,{kernel},h,v1,anon,process,2,{placement},{repetition},0,1,\n");
+        }
+        RunFile::from_csv(name.into(), &text).unwrap()
+    }
+
+    #[test]
+    fn a_known_slowdown_is_significant_and_noise_is_not() {
+        let base = csv_file("a.csv", "6.1", &[
+            ("root", 1, 1000.0, 1.0), ("child", 1, 900.0, 0.9),
+            ("root", 2, 1010.0, 1.0), ("child", 2, 909.0, 0.9),
+            ("root", 3, 990.0, 1.0), ("child", 3, 891.0, 0.9),
+        ]);
+        // Child 10% slower than before, root unchanged within noise.
+        let new = csv_file("b.csv", "6.2", &[
+            ("root", 1, 1005.0, 1.0), ("child", 1, 804.0, 0.8),
+            ("root", 2, 995.0, 1.0), ("child", 2, 796.0, 0.8),
+            ("root", 3, 1000.0, 1.0), ("child", 3, 800.0, 0.8),
+        ]);
+        let changes = compare(&base, &new);
+        assert_eq!(changes.len(), 2);
+        let root = &changes[0];
+        assert_eq!(root.placement, "root");
+        assert!(root.change_pct.abs() < 1.0);
+        assert_eq!(root.significant, "no");
+        let child = &changes[1];
+        assert!((child.change_pct - 100.0 * (800.0 - 900.0) / 900.0).abs() < 1e-9);
+        assert_eq!(child.significant, "yes");
+        assert!((child.base_overhead_pct.unwrap() - 100.0 / 0.9).abs() < 1e-9);
+        assert!((child.new_overhead_pct.unwrap() - 125.0).abs() < 1e-9);
+        assert!((child.overhead_change_points.unwrap() - (125.0 - 100.0 / 0.9)).abs() < 1e-9);
+        let warnings = differences(&base, &new);
+        assert_eq!(warnings, vec!["a.csv vs b.csv: kernel differs (6.1 vs 6.2)".to_string()]);
+    }
+
+    #[test]
+    fn a_faster_kernel_is_significant_too_and_single_runs_are_marked() {
+        let base = csv_file("a.csv", "6.1", &[("root", 1, 100.0, 1.0), ("root", 2, 101.0, 1.0), ("root", 3, 99.0, 1.0)]);
+        let new = csv_file("b.csv", "6.1", &[("root", 1, 120.0, 1.0), ("root", 2, 121.0, 1.0), ("root", 3, 119.0, 1.0)]);
+        let c = &compare(&base, &new)[0];
+        assert!(c.change_pct > 19.0 && c.significant == "yes");
+        let single = csv_file("c.csv", "6.1", &[("root", 1, 120.0, 1.0)]);
+        assert_eq!(compare(&base, &single)[0].significant, "?");
+        assert!(differences(&base, &new).is_empty());
+    }
+
+    #[test]
+    fn formats_render() {
+        let base = csv_file("a.csv", "6.1", &[("root", 1, 100.0, 1.0), ("child", 1, 90.0, 0.9)]);
+        let changes = compare(&base, &base);
+        for format in [Format::Table, Format::Csv, Format::Markdown] {
+            let mut out = Vec::new();
+            write(&mut out, &changes, format).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(text.contains("child"), "{format:?}: {text}");
+        }
+    }
+
+    #[test]
+    fn foreign_files_are_refused_with_the_reason() {
+        let err = RunFile::from_csv("x.csv".into(), "a,b\n1,2\n").unwrap_err().to_string();
+        assert!(err.contains("no workload column"), "{err}");
+        let err = RunFile::from_json("x.json".into(), "{}").unwrap_err().to_string();
+        assert!(err.contains("settings.workload"), "{err}");
+    }
+}
