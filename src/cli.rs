@@ -53,6 +53,15 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = crate::compare::Format::Table)]
         format: crate::compare::Format,
     },
+    /// Draw a run's --csv or --json file as an SVG or PNG chart
+    Plot {
+        file: String,
+        /// The picture to write: a .svg or .png file
+        #[arg(short, long)]
+        output: String,
+        #[arg(long, value_enum, default_value_t = crate::export::plot::Chart::Auto)]
+        chart: crate::export::plot::Chart,
+    },
     /// Remove faultscale-* cgroups left by runs whose process is gone (e.g. after SIGKILL)
     Cleanup {
         /// List what would be removed, remove nothing

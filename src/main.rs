@@ -9,6 +9,7 @@ mod export;
 mod measure;
 mod options;
 mod profile;
+mod results;
 mod run;
 mod stats;
 mod workload;
@@ -36,6 +37,7 @@ fn main() -> ExitCode {
         Some(Command::Env { cgroup_version, base }) => print_env(cgroup_version, &base),
         Some(Command::Profiles { name, cgroup_version }) => show_profiles(name.as_deref(), cgroup_version),
         Some(Command::Compare { base, new, format }) => run_compare(&base, &new, format),
+        Some(Command::Plot { file, output, chart }) => run_plot(&file, &output, chart),
         Some(Command::Cleanup { dry_run, cgroup_version, base }) => cleanup(dry_run, cgroup_version, &base),
     };
     match result {
@@ -188,10 +190,10 @@ fn print_env(version: cgroup::VersionChoice, base: &str) -> Result<ExitCode> {
 }
 
 fn run_compare(base: &str, new: &[String], format: compare::Format) -> Result<ExitCode> {
-    let base = compare::RunFile::load(std::path::Path::new(base))?;
+    let base = results::RunFile::load(std::path::Path::new(base))?;
     let mut changes = Vec::new();
     for path in new {
-        let file = compare::RunFile::load(std::path::Path::new(path))?;
+        let file = results::RunFile::load(std::path::Path::new(path))?;
         for warning in compare::differences(&base, &file) {
             eprintln!("faultscale: warning: {warning}");
         }
@@ -201,6 +203,13 @@ fn run_compare(base: &str, new: &[String], format: compare::Format) -> Result<Ex
         bail!("no rows match between the files (workload, mode, tasks and placement must agree)");
     }
     compare::write(&mut std::io::stdout().lock(), &changes, format)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<ExitCode> {
+    let run = results::RunFile::load(std::path::Path::new(file))?;
+    let drawn = export::plot::plot(&run, chart, std::path::Path::new(output))?;
+    eprintln!("faultscale: wrote {output} ({drawn:?} chart)");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -2,6 +2,7 @@
 
 pub mod csv;
 pub mod json;
+pub mod plot;
 pub mod table;
 
 use std::fs::File;
