@@ -240,6 +240,8 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
             ));
         }
     }
+    let total_measurements = options.repeat as usize * options.task_counts.len() * options.placements.len();
+    let mut progress = crate::output::progress::Progress::new(options.quiet, shape_unit(&spec));
     'repetitions: for repetition in 1..=options.repeat {
       for &tasks in &options.task_counts {
         spec.cpus = crate::options::cpus_for_tasks(&options.cpus, tasks);
@@ -250,7 +252,12 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
                     warnings.push(w);
                 }
             };
-            match run::measure(&spec, &leaves[index], &hierarchy, &mut warn) {
+            let measurements_left = total_measurements - sequence - 1;
+            progress.start(
+                format!("{} rep {repetition}/{}, {tasks} tasks", placement.name, options.repeat),
+                measurements_left as f64 * (options.warmup + options.duration).as_secs_f64(),
+            );
+            match run::measure(&spec, &leaves[index], &hierarchy, &mut warn, &mut progress) {
                 Ok(placement_run) => measurements.push(Measurement {
                     placement: placement.clone(),
                     leaf: leaves[index].clone(),
@@ -286,6 +293,7 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
         }
       }
     }
+    progress.clear();
     // A stop signal ends the run with its completed repetitions only.
     if let Some((_, repetition)) = interrupted {
         keep_completed(&mut measurements, repetition);
@@ -340,6 +348,10 @@ fn other_runs() -> Vec<u32> {
         .collect();
     pids.sort_unstable();
     pids
+}
+
+fn shape_unit(spec: &RunSpec) -> &'static str {
+    crate::workload::shape(&spec.settings).unit.name()
 }
 
 /// Drops the measurements of the repetition a stop signal cut short; earlier ones are whole.

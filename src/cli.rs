@@ -62,6 +62,12 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = crate::export::plot::Chart::Auto)]
         chart: crate::export::plot::Chart,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions {
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), generated from these definitions
+    Man,
     /// Remove faultscale-* cgroups left by runs whose process is gone (e.g. after SIGKILL)
     Cleanup {
         /// List what would be removed, remove nothing

@@ -8,6 +8,7 @@ mod environment;
 mod export;
 mod measure;
 mod options;
+mod output;
 mod profile;
 mod results;
 mod run;
@@ -38,6 +39,14 @@ fn main() -> ExitCode {
         Some(Command::Profiles { name, cgroup_version }) => show_profiles(name.as_deref(), cgroup_version),
         Some(Command::Compare { base, new, format }) => run_compare(&base, &new, format),
         Some(Command::Plot { file, output, chart }) => run_plot(&file, &output, chart),
+        Some(Command::Completions { shell }) => {
+            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "faultscale", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Man) => clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+            .render(&mut std::io::stdout())
+            .map(|_| ExitCode::SUCCESS)
+            .map_err(Into::into),
         Some(Command::Cleanup { dry_run, cgroup_version, base }) => cleanup(dry_run, cgroup_version, &base),
     };
     match result {
@@ -46,6 +55,12 @@ fn main() -> ExitCode {
             if let Some(run::Interrupted(signal)) = e.downcast_ref::<run::Interrupted>() {
                 eprintln!("faultscale: {}; workers stopped, cgroups removed", run::Interrupted(*signal));
                 return ExitCode::from(128 + *signal as u8);
+            }
+            // `faultscale man | head`: a closed pipe is the reader's choice, not an error.
+            if e.chain().any(|cause| {
+                cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
             }
             // One line: the context chain joined, as ripgrep does.
             eprintln!("faultscale: error: {e:#}");
@@ -143,50 +158,7 @@ fn run_benchmark(args: &cli::RunArgs) -> Result<ExitCode> {
 }
 
 fn print_env(version: cgroup::VersionChoice, base: &str) -> Result<ExitCode> {
-    let detected = cgroup::detect()?;
-    println!("layout:          {}", detected.layout);
-    match &detected.v1_memory {
-        Some(h) => println!("v1 memory:       {} (this process in {})", h.mount_point.display(), h.own_path),
-        None => println!("v1 memory:       not mounted"),
-    }
-    match &detected.v2 {
-        Some(h) => println!(
-            "cgroup2:         {} (this process in {}), controllers: {}",
-            h.mount_point.display(),
-            h.own_path,
-            if detected.v2_controllers.is_empty() { "none".into() } else { detected.v2_controllers.join(" ") }
-        ),
-        None => println!("cgroup2:         not mounted"),
-    }
-    let usable = detected.memory_hierarchy(version).and_then(|h| {
-        let spec = cgroup::BaseSpec::parse(base)?;
-        let path = cgroup::resolve_base(&h, &spec)?;
-        Ok((h, path))
-    });
-    match &usable {
-        Ok((h, path)) => {
-            println!("memory on:       cgroup {} at {}", h.version, h.mount_point.display());
-            println!("base ({base}):      {} ({})", h.cgroup_path(path), path.display());
-        }
-        Err(e) => println!("memory on:       unusable: {e:#}"),
-    }
-    let cpus = allowed_cpus()?;
-    println!("allowed CPUs:    {}", options::format_cpu_list(&cpus));
-    println!(
-        "online CPUs:     {}",
-        std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default().trim()
-    );
-    println!(
-        "THP enabled:     {}",
-        environment::selected_option(
-            &std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_else(|_| "unavailable".into())
-        )
-    );
-    println!(
-        "kernel:          {}",
-        std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim()
-    );
-    Ok(if usable.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if output::env::print(version, base)? { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn run_compare(base: &str, new: &[String], format: compare::Format) -> Result<ExitCode> {

@@ -98,7 +98,7 @@ fn pure_v2_at_the_true_root() {
     let dir = out.path();
     common_assertions(
         dir,
-        "layout:          v2",
+        "layout:               v2",
         &["child", "nested-2", "nested-4", "nested-8", "limited", "protected", "high"],
         &["memory.max", "memory.high", "memory.low"],
     );
@@ -125,7 +125,7 @@ fn pure_v1_at_the_true_root() {
     let dir = out.path();
     common_assertions(
         dir,
-        "layout:          v1",
+        "layout:               v1",
         &["child", "nested-2", "nested-4", "nested-8", "limited", "protected"],
         &["memory.limit_in_bytes", "memory.soft_limit_in_bytes"],
     );

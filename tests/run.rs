@@ -250,10 +250,35 @@ fn env_names_the_layout_and_cleanup_finds_nothing_of_ours() {
     let has_v1 = mountinfo.lines().any(|l| l.contains(" - cgroup "));
     let has_v2 = mountinfo.lines().any(|l| l.contains(" - cgroup2 "));
     let expected = match (has_v1, has_v2) {
-        (true, true) => "layout:          hybrid",
-        (true, false) => "layout:          v1",
-        _ => "layout:          v2",
+        (true, true) => "layout:               hybrid",
+        (true, false) => "layout:               v1",
+        _ => "layout:               v2",
     };
     assert!(stdout.contains(expected), "{stdout}");
     assert!(stdout.contains(&own_memory_cgroup().display().to_string()), "{stdout}");
+}
+
+#[test]
+fn without_root_env_says_why_and_a_run_refuses_cleanly() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    // setpriv (util-linux) drops to nobody for one command.
+    let as_nobody = |args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(binary())
+            .args(args)
+            .output()
+            .expect("setpriv from util-linux")
+    };
+    let env = as_nobody(&["env", "--base", "self"]);
+    assert_eq!(env.status.code(), Some(1));
+    assert!(text(&env.stdout).contains("not running as root"), "{}", text(&env.stdout));
+    let run = as_nobody(&["--base", "self", "--duration", "0.2"]);
+    assert_eq!(run.status.code(), Some(1));
+    let stderr = text(&run.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("needs root"), "{stderr}");
+    assert!(faultscale_processes().is_empty());
+    assert!(std::fs::read_dir(&base).unwrap().flatten().all(|e| !e.file_name().to_string_lossy().starts_with("faultscale-")));
 }

@@ -24,6 +24,7 @@ use crate::cgroup::{Hierarchy, Leaf};
 use crate::measure::clock::{monotonic_ns, sleep_until};
 use crate::measure::memcg;
 use crate::measure::perf::{PerfReading, WorkerPerf};
+use crate::output::progress::{Progress, Tick};
 use crate::workload::{self, WorkloadSettings};
 use slots::{STATE_FAILED, STATE_READY, Slots};
 use workers::Workers;
@@ -169,7 +170,13 @@ fn check_interrupt() -> Result<()> {
 }
 
 /// Measures one placement.
-pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dyn FnMut(String)) -> Result<PlacementRun> {
+pub fn measure(
+    spec: &RunSpec,
+    leaf: &Leaf,
+    hierarchy: &Hierarchy,
+    warn: &mut dyn FnMut(String),
+    progress: &mut Progress,
+) -> Result<PlacementRun> {
     check_interrupt()?;
     let count = spec.cpus.len();
     let slots = Slots::new(count).map_err(|e| anyhow!("mapping worker counters: {e}"))?;
@@ -235,6 +242,7 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
         memcg_before = memcg::pgfault(&leaf.fs_path);
     }
 
+    let per_iteration = workload::shape(&spec.settings).per_iteration;
     let duration_ns = spec.duration.as_nanos() as u64;
     let interval_ns = spec.interval.as_nanos() as u64;
     let mut samples = Vec::new();
@@ -243,11 +251,16 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
     while next_ns < stop_ns {
         wait_until(next_ns, &mut workers, &slots)?;
         let now = monotonic_ns();
-        let iterations = read_iterations();
-        samples.push(Sample {
-            elapsed_ns: now - started_ns,
-            iterations: iterations.iter().zip(&iterations_before).map(|(a, b)| a - b).collect(),
+        let iterations: Vec<u64> = read_iterations().iter().zip(&iterations_before).map(|(a, b)| a - b).collect();
+        let (previous_ns, previous): (u64, u64) =
+            samples.last().map(|s: &Sample| (s.elapsed_ns, s.iterations.iter().sum())).unwrap_or((0, 0));
+        let done: u64 = iterations.iter().sum();
+        progress.tick(&Tick {
+            elapsed_s: (now - started_ns) as f64 / 1e9,
+            duration_s: duration_ns as f64 / 1e9,
+            rate: (done - previous) as f64 * per_iteration as f64 / ((now - started_ns - previous_ns) as f64 / 1e9),
         });
+        samples.push(Sample { elapsed_ns: now - started_ns, iterations });
         next_ns = (next_ns + interval_ns).min(stop_ns);
     }
     wait_until(stop_ns, &mut workers, &slots)?;
@@ -282,7 +295,6 @@ pub fn measure(spec: &RunSpec, leaf: &Leaf, hierarchy: &Hierarchy, warn: &mut dy
             .ok_or_else(|| anyhow!("worker {} vanished before it was reaped", workers.processes[process]))?;
         usages.push(Some(usage));
     }
-    let per_iteration = workload::shape(&spec.settings).per_iteration;
     let start_times: Vec<u64> = (0..count).map(|i| slots.get(i).start_ns.load(Ordering::Relaxed)).collect();
     let mut results = Vec::with_capacity(count);
     for index in 0..count {

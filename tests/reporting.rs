@@ -1,0 +1,123 @@
+//! compare, plot, completions, man and the progress line, through the binary.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+fn faultscale(args: &[&str]) -> std::process::Output {
+    Command::new(binary()).args(args).output().unwrap()
+}
+
+/// A faultscale-shaped CSV: three repetitions of root and child per kernel.
+fn write_run(path: &std::path::Path, kernel: &str, root: [f64; 3], child: [f64; 3]) {
+    let mut text = String::from(
+        "run_id,started_at,host,kernel,cgroup_version,workload,mode,tasks,placement,depth,cgroup_path,repetition,sequence,cpu,duration_s,faults,faults_per_sec,ratio_vs_root\n",
+    );
+    for repetition in 0..3 {
+        for (placement, depth, rate) in [("root", 0, root[repetition]), ("child", 1, child[repetition])] {
+            text += &format!(
+                "r,t,h,{kernel},v1,anon,process,2,{placement},{depth},/x,{},0,,1.0,{rate},{rate},{}\n",
+                repetition + 1,
+                rate / root[repetition]
+            );
+        }
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn compare_marks_real_changes_and_not_noise() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, slower, same) = (dir.path().join("base.csv"), dir.path().join("slower.csv"), dir.path().join("same.csv"));
+    write_run(&base, "6.1.0", [1000.0, 1010.0, 990.0], [900.0, 905.0, 895.0]);
+    // The child lost 10%; the root did not move beyond noise.
+    write_run(&slower, "6.2.0", [1004.0, 996.0, 1001.0], [810.0, 815.0, 805.0]);
+    write_run(&same, "6.1.0", [1002.0, 994.0, 1005.0], [899.0, 907.0, 893.0]);
+
+    let out = faultscale(&["compare", base.to_str().unwrap(), slower.to_str().unwrap(), same.to_str().unwrap(), "--format", "csv"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("kernel differs (6.1.0 vs 6.2.0)"), "{}", text(&out.stderr));
+    let mut reader = csv::Reader::from_reader(out.stdout.as_slice());
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let headers = reader.headers().unwrap().clone();
+    let get = |row: &csv::StringRecord, name: &str| row[headers.iter().position(|h| h == name).unwrap()].to_string();
+    let find = |file: &str, placement: &str| {
+        rows.iter().find(|r| get(r, "new_file").ends_with(file) && get(r, "placement") == placement).unwrap().clone()
+    };
+    let child_slower = find("slower.csv", "child");
+    assert_eq!(get(&child_slower, "significant"), "yes");
+    assert!((get(&child_slower, "change_pct").parse::<f64>().unwrap() + 10.0).abs() < 0.1);
+    assert!(get(&child_slower, "overhead_change_points").parse::<f64>().unwrap() > 10.0);
+    assert_eq!(get(&find("slower.csv", "root"), "significant"), "no");
+    assert_eq!(get(&find("same.csv", "child"), "significant"), "no");
+
+    let table = faultscale(&["compare", base.to_str().unwrap(), slower.to_str().unwrap()]);
+    let stdout = text(&table.stdout);
+    assert!(stdout.lines().any(|l| l.contains("child") && l.contains("-10.") && l.contains('*')), "{stdout}");
+    let markdown = faultscale(&["compare", base.to_str().unwrap(), slower.to_str().unwrap(), "--format", "markdown"]);
+    assert!(text(&markdown.stdout).starts_with("| workload |"));
+
+    let foreign = dir.path().join("foreign.csv");
+    std::fs::write(&foreign, "a,b\n1,2\n").unwrap();
+    let refused = faultscale(&["compare", base.to_str().unwrap(), foreign.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(text(&refused.stderr).contains("no workload column"), "{}", text(&refused.stderr));
+}
+
+#[test]
+fn plot_writes_sane_svg_and_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.csv");
+    write_run(&run, "6.1.0", [1000.0, 1010.0, 990.0], [900.0, 905.0, 895.0]);
+    for (name, chart) in [("bars.svg", "bars"), ("bars.png", "bars"), ("depth.png", "depth"), ("auto.svg", "auto")] {
+        let path = dir.path().join(name);
+        let out = faultscale(&["plot", run.to_str().unwrap(), "-o", path.to_str().unwrap(), "--chart", chart]);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(bytes.len() > 2_000 && bytes.len() < 5_000_000, "{name}: {} bytes", bytes.len());
+        if name.ends_with(".png") {
+            assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{name}");
+            let width = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+            let height = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+            assert_eq!((width, height), (960, 600), "{name}");
+        } else {
+            let svg = String::from_utf8(bytes).unwrap();
+            assert!(svg.starts_with("<svg") && svg.contains("width=\"960\"") && svg.trim_end().ends_with("</svg>"));
+            // plotters writes each label on its own line inside <text>.
+            let labels: Vec<&str> = svg.lines().map(str::trim).collect();
+            assert!(labels.contains(&"root") && labels.contains(&"child"), "{name}: placement labels are drawn");
+        }
+    }
+    let wrong = faultscale(&["plot", run.to_str().unwrap(), "-o", dir.path().join("x.gif").to_str().unwrap()]);
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(text(&wrong.stderr).contains(".svg or .png"));
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_cli_definitions() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = faultscale(&["completions", shell]);
+        assert!(out.status.success(), "{shell}");
+        let script = text(&out.stdout);
+        assert!(script.contains("faultscale") && script.contains("kernel-count") && script.contains("samples-csv"), "{shell}");
+    }
+    let man = text(&faultscale(&["man"]).stdout);
+    assert!(man.contains(".TH faultscale 1"), "{man}");
+    assert!(man.contains("no\\-baseline") || man.contains("no-baseline"));
+}
+
+#[test]
+fn the_progress_line_shows_on_a_terminal_only() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    // `script` gives the run a pseudo-terminal.
+    let command = format!("{} --base self --duration 1 --interval 0.25", binary().display());
+    let tty = Command::new("script").args(["-qec", &command, "/dev/null"]).output().expect("script(1), from util-linux");
+    let screen = text(&tty.stdout);
+    assert!(tty.status.success(), "{screen}");
+    assert!(screen.contains("\r\x1b[Kfaultscale: root rep 1/1, ") && screen.contains("s left"), "{screen:?}");
+    let (_, piped) = run_clean(&base, &["--base", "self", "--duration", "0.5", "--interval", "0.25"]);
+    assert!(!text(&piped.stderr).contains("s left"), "{}", text(&piped.stderr));
+}
