@@ -137,6 +137,14 @@ pub fn load(spec: &str) -> Result<Profile> {
     }
     if spec.contains('/') || spec.ends_with(".toml") {
         let path = Path::new(spec);
+        // Checked before reading, so a huge file (or /dev/zero) is refused, not slurped.
+        let metadata = std::fs::metadata(path).map_err(|e| anyhow!("{spec}: cannot read profile: {e}"))?;
+        if !metadata.is_file() {
+            bail!("{spec}: not a regular file; a profile is a .toml file");
+        }
+        if metadata.len() > 1 << 20 {
+            bail!("{spec}: profile is over 1 MiB; a profile is a few lines of TOML");
+        }
         let bytes = std::fs::read(path).map_err(|e| anyhow!("{spec}: cannot read profile: {e}"))?;
         let text = String::from_utf8(bytes).map_err(|_| anyhow!("{spec}: not UTF-8 text; a profile is TOML"))?;
         return parse(spec, &text);
@@ -340,6 +348,18 @@ mod tests {
                 let _ = parse("fuzz.toml", &text);
             }
         }
+    }
+
+    #[test]
+    fn huge_and_special_files_are_refused_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let huge = dir.path().join("huge.toml");
+        std::fs::File::create(&huge).unwrap().set_len(10 << 20).unwrap();
+        assert!(load(huge.to_str().unwrap()).unwrap_err().to_string().contains("over 1 MiB"));
+        assert!(load("/dev/zero").unwrap_err().to_string().contains("not a regular file"));
+        let binary = dir.path().join("binary.toml");
+        std::fs::write(&binary, [0xff, 0xfe, 0x00, 0x01]).unwrap();
+        assert!(load(binary.to_str().unwrap()).unwrap_err().to_string().contains("not UTF-8"));
     }
 
     #[test]

@@ -98,3 +98,52 @@ pub fn resolve_base(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
     }
     Ok(resolved)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in mount: a directory tree with cgroup.procs files, and a symlink out of it.
+    fn fake_mount() -> (tempfile::TempDir, Hierarchy) {
+        let dir = tempfile::tempdir().unwrap();
+        let mount = dir.path().join("mount");
+        let outside = dir.path().join("outside");
+        for cgroup in [mount.clone(), mount.join("a"), outside.clone()] {
+            std::fs::create_dir_all(&cgroup).unwrap();
+            std::fs::write(cgroup.join("cgroup.procs"), "").unwrap();
+        }
+        std::fs::write(mount.join("a/file"), "").unwrap();
+        std::os::unix::fs::symlink(&outside, mount.join("escape")).unwrap();
+        let hierarchy = Hierarchy {
+            version: Version::V2,
+            mount_point: mount,
+            mount_root: "/".into(),
+            own_path: "/a".into(),
+            mount_options: "rw".into(),
+        };
+        (dir, hierarchy)
+    }
+
+    #[test]
+    fn bases_resolve_inside_the_mount_only() {
+        let (_dir, h) = fake_mount();
+        assert_eq!(resolve_base(&h, &BaseSpec::Root).unwrap(), std::fs::canonicalize(&h.mount_point).unwrap());
+        assert!(resolve_base(&h, &BaseSpec::OwnCgroup).unwrap().ends_with("mount/a"));
+        assert!(resolve_base(&h, &BaseSpec::Path("/a".into())).unwrap().ends_with("mount/a"));
+        let on_disk = h.mount_point.join("a").display().to_string();
+        assert!(resolve_base(&h, &BaseSpec::Path(on_disk)).unwrap().ends_with("mount/a"));
+        let cases = [
+            ("/escape", "outside the cgroup mount"),
+            ("/a/../..", "`..` is not allowed"),
+            ("/a/file", "not a cgroup directory"),
+            ("/nope", "does not exist"),
+        ];
+        for (path, expected) in cases {
+            let err = resolve_base(&h, &BaseSpec::Path(path.into())).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("--base {path}")) && err.contains(expected), "{path}: {err}");
+        }
+        for bad in ["", "a\nb", "a\0b"] {
+            assert!(BaseSpec::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+}
