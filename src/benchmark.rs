@@ -6,11 +6,11 @@ use anyhow::Result;
 
 use crate::cgroup::{self, Leaf, Tree};
 use crate::environment::Environment;
-use crate::options::{Placement, RunOptions};
 use crate::measure::memcg;
-use crate::stats;
+use crate::options::{Placement, RunOptions};
 use crate::run::files::RunFiles;
 use crate::run::{self, Interrupted, PlacementRun, RunSpec, WorkerDied};
+use crate::stats;
 
 /// One placement measured once.
 #[derive(Debug, Clone)]
@@ -85,10 +85,8 @@ impl Report {
             for placement in placements {
                 let rates: Vec<f64> = self.of(placement, tasks).map(Measurement::faults_per_sec).collect();
                 let Some(rate) = stats::summarize(&rates) else { continue };
-                let overheads: Vec<f64> = self
-                    .of(placement, tasks)
-                    .filter_map(|m| self.ratio_vs_root(m).map(|ratio| 1.0 / ratio))
-                    .collect();
+                let overheads: Vec<f64> =
+                    self.of(placement, tasks).filter_map(|m| self.ratio_vs_root(m).map(|ratio| 1.0 / ratio)).collect();
                 let mean_seconds = |get: fn(&crate::run::WorkerResult) -> u64| {
                     let runs: Vec<f64> = self
                         .of(placement, tasks)
@@ -232,66 +230,66 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
     let mut sequence = 0;
     let mut oom_kills_seen: std::collections::HashMap<usize, u64> =
         leaves.iter().enumerate().map(|(i, leaf)| (i, memcg::oom_kills(&leaf.fs_path).unwrap_or(0))).collect();
-    if let Some(&most) = options.task_counts.iter().max() {
-        if most > options.cpus.len() {
-            warnings.push(format!(
-                "{most} tasks on {} CPUs: tasks beyond the CPUs are placed round-robin and share CPUs",
-                options.cpus.len()
-            ));
-        }
+    if let Some(&most) = options.task_counts.iter().max()
+        && most > options.cpus.len()
+    {
+        warnings.push(format!(
+            "{most} tasks on {} CPUs: tasks beyond the CPUs are placed round-robin and share CPUs",
+            options.cpus.len()
+        ));
     }
     let total_measurements = options.repeat as usize * options.task_counts.len() * options.placements.len();
     let mut progress = crate::output::progress::Progress::new(options.quiet, shape_unit(&spec));
     'repetitions: for repetition in 1..=options.repeat {
-      for &tasks in &options.task_counts {
-        spec.cpus = crate::options::cpus_for_tasks(&options.cpus, tasks);
-        for index in order(options.placements.len(), repetition) {
-            let placement = &options.placements[index];
-            let mut warn = |w: String| {
-                if !warnings.contains(&w) {
-                    warnings.push(w);
-                }
-            };
-            let measurements_left = total_measurements - sequence - 1;
-            progress.start(
-                format!("{} rep {repetition}/{}, {tasks} tasks", placement.name, options.repeat),
-                measurements_left as f64 * (options.warmup + options.duration).as_secs_f64(),
-            );
-            match run::measure(&spec, &leaves[index], &hierarchy, &mut warn, &mut progress) {
-                Ok(placement_run) => measurements.push(Measurement {
-                    placement: placement.clone(),
-                    leaf: leaves[index].clone(),
-                    tasks,
-                    repetition,
-                    sequence,
-                    run: placement_run,
-                }),
-                Err(e) => {
-                    if let Some(Interrupted(signal)) = e.downcast_ref::<Interrupted>() {
-                        interrupted = Some((*signal, repetition));
-                        break 'repetitions;
+        for &tasks in &options.task_counts {
+            spec.cpus = crate::options::cpus_for_tasks(&options.cpus, tasks);
+            for index in order(options.placements.len(), repetition) {
+                let placement = &options.placements[index];
+                let mut warn = |w: String| {
+                    if !warnings.contains(&w) {
+                        warnings.push(w);
                     }
-                    match e.downcast::<WorkerDied>() {
-                        Ok(died) => {
-                            // Name an OOM kill from the memcg's own counter, not a guess.
-                            let leaf = &leaves[index];
-                            let kills = memcg::oom_kills(&leaf.fs_path).unwrap_or(0);
-                            let seen = oom_kills_seen.entry(index).or_insert(0);
-                            let reason = if kills > *seen {
-                                format!("{}; the OOM killer ran in {} (oom_kill {kills})", died.0, leaf.cgroup_path)
-                            } else {
-                                died.0
-                            };
-                            *seen = kills;
-                            failures.push(Failure { placement: placement.clone(), tasks, repetition, reason })
+                };
+                let measurements_left = total_measurements - sequence - 1;
+                progress.start(
+                    format!("{} rep {repetition}/{}, {tasks} tasks", placement.name, options.repeat),
+                    measurements_left as f64 * (options.warmup + options.duration).as_secs_f64(),
+                );
+                match run::measure(&spec, &leaves[index], &hierarchy, &mut warn, &mut progress) {
+                    Ok(placement_run) => measurements.push(Measurement {
+                        placement: placement.clone(),
+                        leaf: leaves[index].clone(),
+                        tasks,
+                        repetition,
+                        sequence,
+                        run: placement_run,
+                    }),
+                    Err(e) => {
+                        if let Some(Interrupted(signal)) = e.downcast_ref::<Interrupted>() {
+                            interrupted = Some((*signal, repetition));
+                            break 'repetitions;
                         }
-                        Err(e) => return Err(e.context(format!("measuring {}", placement.name))),
+                        match e.downcast::<WorkerDied>() {
+                            Ok(died) => {
+                                // Name an OOM kill from the memcg's own counter, not a guess.
+                                let leaf = &leaves[index];
+                                let kills = memcg::oom_kills(&leaf.fs_path).unwrap_or(0);
+                                let seen = oom_kills_seen.entry(index).or_insert(0);
+                                let reason = if kills > *seen {
+                                    format!("{}; the OOM killer ran in {} (oom_kill {kills})", died.0, leaf.cgroup_path)
+                                } else {
+                                    died.0
+                                };
+                                *seen = kills;
+                                failures.push(Failure { placement: placement.clone(), tasks, repetition, reason })
+                            }
+                            Err(e) => return Err(e.context(format!("measuring {}", placement.name))),
+                        }
                     }
                 }
+                sequence += 1;
             }
-            sequence += 1;
         }
-      }
     }
     progress.clear();
     // A stop signal ends the run with its completed repetitions only.
@@ -318,7 +316,8 @@ pub fn run(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Report> {
         }
     }
     drop(files);
-    let mut report = Report { env, knobs, files: files_note, unit: shape.unit, measurements, failures, warnings, interrupted };
+    let mut report =
+        Report { env, knobs, files: files_note, unit: shape.unit, measurements, failures, warnings, interrupted };
     let reliability = reliability_warnings(&report, options);
     report.warnings.extend(reliability);
     Ok(report)
@@ -392,7 +391,10 @@ pub mod tests {
                     workers: vec![worker(0, faults / 2), worker(1, faults - faults / 2)],
                     memcg_pgfault: Some(faults + 20),
                     kernel_source: KernelCountSource::Minflt,
-                    samples: vec![Sample { elapsed_ns: 2_000_000_000, iterations: vec![faults / 512, (faults - faults / 2) / 256] }],
+                    samples: vec![Sample {
+                        elapsed_ns: 2_000_000_000,
+                        iterations: vec![faults / 512, (faults - faults / 2) / 256],
+                    }],
                 };
                 let sequence = measurements.len();
                 measurements.push(Measurement {
@@ -405,7 +407,16 @@ pub mod tests {
                 });
             }
         }
-        Report { env, knobs: Vec::new(), files: None, unit: crate::workload::Unit::Faults, measurements, failures: Vec::new(), warnings: Vec::new(), interrupted: None }
+        Report {
+            env,
+            knobs: Vec::new(),
+            files: None,
+            unit: crate::workload::Unit::Faults,
+            measurements,
+            failures: Vec::new(),
+            warnings: Vec::new(),
+            interrupted: None,
+        }
     }
 
     #[test]

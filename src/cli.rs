@@ -63,9 +63,7 @@ pub enum Command {
         chart: crate::export::plot::Chart,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
-    Completions {
-        shell: clap_complete::Shell,
-    },
+    Completions { shell: clap_complete::Shell },
     /// Print the man page (roff), generated from these definitions
     Man,
     /// Remove faultscale-* cgroups left by runs whose process is gone (e.g. after SIGKILL)

@@ -66,10 +66,10 @@ pub fn compare(base: &RunFile, new: &RunFile) -> Vec<Change> {
 pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
     let mut warnings = Vec::new();
     for (fact, base_value) in &base.facts {
-        if let Some(new_value) = new.facts.get(fact) {
-            if new_value != base_value {
-                warnings.push(format!("{} vs {}: {fact} differs ({base_value} vs {new_value})", base.name, new.name));
-            }
+        if let Some(new_value) = new.facts.get(fact)
+            && new_value != base_value
+        {
+            warnings.push(format!("{} vs {}: {fact} differs ({base_value} vs {new_value})", base.name, new.name));
         }
     }
     let unmatched = new.rates.keys().filter(|k| !base.rates.contains_key(k)).count();
@@ -108,21 +108,38 @@ pub fn write(out: &mut dyn Write, changes: &[Change], format: Format) -> Result<
             writer.flush()?;
         }
         Format::Markdown => {
-            writeln!(out, "| workload | mode | tasks | placement | base /s | new /s | change | CV base | CV new | overhead base | overhead new | overhead change |")?;
+            writeln!(
+                out,
+                "| workload | mode | tasks | placement | base /s | new /s | change | CV base | CV new | overhead base | overhead new | overhead change |"
+            )?;
             writeln!(out, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
             for c in changes {
                 writeln!(
                     out,
                     "| {} | {} | {} | {} | {:.0} | {:.0} | {:+.2}%{} | {:.1}% | {:.1}% | {} | {} | {} |",
-                    c.workload, c.mode, c.tasks, c.placement, c.base_mean, c.new_mean, c.change_pct, mark(c),
-                    c.base_cv_pct, c.new_cv_pct, pct(c.base_overhead_pct), pct(c.new_overhead_pct),
+                    c.workload,
+                    c.mode,
+                    c.tasks,
+                    c.placement,
+                    c.base_mean,
+                    c.new_mean,
+                    c.change_pct,
+                    mark(c),
+                    c.base_cv_pct,
+                    c.new_cv_pct,
+                    pct(c.base_overhead_pct),
+                    pct(c.new_overhead_pct),
                     c.overhead_change_points.map(|p| format!("{p:+.1} pts")).unwrap_or("-".into())
                 )?;
             }
             writeln!(out, "\n`*` significant at 95% (Welch's t); `?` a side has one repetition.")?;
         }
         Format::Table => {
-            let width = changes.iter().map(|c| key(&c.workload, &c.mode, c.tasks, &c.placement).label().len()).max().unwrap_or(4);
+            let width = changes
+                .iter()
+                .map(|c| key(&c.workload, &c.mode, c.tasks, &c.placement).label().len())
+                .max()
+                .unwrap_or(4);
             writeln!(
                 out,
                 "{:<width$} {:>12} {:>12} {:>10} {:>7} {:>7} {:>9} {:>9} {:>9}",
@@ -148,7 +165,10 @@ pub fn write(out: &mut dyn Write, changes: &[Change], format: Format) -> Result<
                     c.overhead_change_points.map(|p| format!("{p:+.1}pt")).unwrap_or("-".into())
                 )?;
             }
-            writeln!(out, "* significant at 95% (Welch's t); ? a side has one repetition; ovh = root/placement overhead")?;
+            writeln!(
+                out,
+                "* significant at 95% (Welch's t); ? a side has one repetition; ovh = root/placement overhead"
+            )?;
         }
     }
     Ok(())
@@ -159,7 +179,8 @@ mod tests {
     use super::*;
     use crate::results::RunFile;
 
-    const HEADER: &str = "run_id,kernel,host,cgroup_version,workload,mode,tasks,placement,repetition,cpu,faults_per_sec,ratio_vs_root\n";
+    const HEADER: &str =
+        "run_id,kernel,host,cgroup_version,workload,mode,tasks,placement,repetition,cpu,faults_per_sec,ratio_vs_root\n";
 
     fn csv_file(name: &str, kernel: &str, rows: &[(&str, u32, f64, f64)]) -> RunFile {
         let mut text = HEADER.to_string();
@@ -173,17 +194,31 @@ mod tests {
 
     #[test]
     fn a_known_slowdown_is_significant_and_noise_is_not() {
-        let base = csv_file("a.csv", "6.1", &[
-            ("root", 1, 1000.0, 1.0), ("child", 1, 900.0, 0.9),
-            ("root", 2, 1010.0, 1.0), ("child", 2, 909.0, 0.9),
-            ("root", 3, 990.0, 1.0), ("child", 3, 891.0, 0.9),
-        ]);
+        let base = csv_file(
+            "a.csv",
+            "6.1",
+            &[
+                ("root", 1, 1000.0, 1.0),
+                ("child", 1, 900.0, 0.9),
+                ("root", 2, 1010.0, 1.0),
+                ("child", 2, 909.0, 0.9),
+                ("root", 3, 990.0, 1.0),
+                ("child", 3, 891.0, 0.9),
+            ],
+        );
         // Child 10% slower than before, root unchanged within noise.
-        let new = csv_file("b.csv", "6.2", &[
-            ("root", 1, 1005.0, 1.0), ("child", 1, 804.0, 0.8),
-            ("root", 2, 995.0, 1.0), ("child", 2, 796.0, 0.8),
-            ("root", 3, 1000.0, 1.0), ("child", 3, 800.0, 0.8),
-        ]);
+        let new = csv_file(
+            "b.csv",
+            "6.2",
+            &[
+                ("root", 1, 1005.0, 1.0),
+                ("child", 1, 804.0, 0.8),
+                ("root", 2, 995.0, 1.0),
+                ("child", 2, 796.0, 0.8),
+                ("root", 3, 1000.0, 1.0),
+                ("child", 3, 800.0, 0.8),
+            ],
+        );
         let changes = compare(&base, &new);
         assert_eq!(changes.len(), 2);
         let root = &changes[0];
@@ -202,8 +237,10 @@ mod tests {
 
     #[test]
     fn a_faster_kernel_is_significant_too_and_single_runs_are_marked() {
-        let base = csv_file("a.csv", "6.1", &[("root", 1, 100.0, 1.0), ("root", 2, 101.0, 1.0), ("root", 3, 99.0, 1.0)]);
-        let new = csv_file("b.csv", "6.1", &[("root", 1, 120.0, 1.0), ("root", 2, 121.0, 1.0), ("root", 3, 119.0, 1.0)]);
+        let base =
+            csv_file("a.csv", "6.1", &[("root", 1, 100.0, 1.0), ("root", 2, 101.0, 1.0), ("root", 3, 99.0, 1.0)]);
+        let new =
+            csv_file("b.csv", "6.1", &[("root", 1, 120.0, 1.0), ("root", 2, 121.0, 1.0), ("root", 3, 119.0, 1.0)]);
         let c = &compare(&base, &new)[0];
         assert!(c.change_pct > 19.0 && c.significant == "yes");
         let single = csv_file("c.csv", "6.1", &[("root", 1, 120.0, 1.0)]);

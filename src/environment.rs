@@ -54,11 +54,7 @@ fn nonce() -> u32 {
     let mut bytes = [0u8; 4];
     // SAFETY: valid buffer of the given length.
     let filled = unsafe { libc::getrandom(bytes.as_mut_ptr() as *mut libc::c_void, bytes.len(), 0) };
-    if filled == 4 {
-        u32::from_ne_bytes(bytes)
-    } else {
-        crate::measure::clock::monotonic_ns() as u32
-    }
+    if filled == 4 { u32::from_ne_bytes(bytes) } else { crate::measure::clock::monotonic_ns() as u32 }
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
@@ -79,12 +75,7 @@ pub fn iso8601_utc(time: SystemTime) -> String {
     let seconds = time.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
     let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
     let of_day = seconds.rem_euclid(86_400);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        of_day / 3600,
-        of_day % 3600 / 60,
-        of_day % 60
-    )
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", of_day / 3600, of_day % 3600 / 60, of_day % 60)
 }
 
 impl Environment {
@@ -100,14 +91,17 @@ impl Environment {
         let memory_options = match hierarchy.version {
             Version::V1 => format!(
                 "use_hierarchy={}",
-                std::fs::read_to_string(base.join("memory.use_hierarchy")).map(|s| s.trim().to_string()).unwrap_or("unknown".into())
+                std::fs::read_to_string(base.join("memory.use_hierarchy"))
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or("unknown".into())
             ),
             Version::V2 => hierarchy.mount_options.clone(),
         };
         let first_cpu = options.cpus.first().copied().unwrap_or(0);
-        let governor = std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{first_cpu}/cpufreq/scaling_governor"))
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| "none".into());
+        let governor =
+            std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{first_cpu}/cpufreq/scaling_governor"))
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "none".into());
         let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|text| {

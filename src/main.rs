@@ -2,8 +2,8 @@
 
 mod benchmark;
 mod cgroup;
-mod compare;
 mod cli;
+mod compare;
 mod environment;
 mod export;
 mod measure;
@@ -40,7 +40,12 @@ fn main() -> ExitCode {
         Some(Command::Compare { base, new, format }) => run_compare(&base, &new, format),
         Some(Command::Plot { file, output, chart }) => run_plot(&file, &output, chart),
         Some(Command::Completions { shell }) => {
-            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "faultscale", &mut std::io::stdout());
+            clap_complete::generate(
+                shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "faultscale",
+                &mut std::io::stdout(),
+            );
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Man) => clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
@@ -125,10 +130,10 @@ fn run_benchmark(args: &cli::RunArgs) -> Result<ExitCode> {
             sink.write_with(|out| export::csv::write(out, &rows))?;
         }
     }
-    if let Some(sink) = json_sink {
-        if !report.measurements.is_empty() {
-            sink.write_with(|out| export::json::write(out, &report, &options))?;
-        }
+    if let Some(sink) = json_sink
+        && !report.measurements.is_empty()
+    {
+        sink.write_with(|out| export::json::write(out, &report, &options))?;
     }
     if let Some(sink) = samples_sink {
         let per_iteration = workload::shape(&options.workload_settings(None)).per_iteration;
@@ -207,9 +212,11 @@ fn show_profiles(name: Option<&str>, version: cgroup::VersionChoice) -> Result<E
     println!("<base>");
     for (index, level) in p.levels.iter().enumerate() {
         let indent = "  ".repeat(index + 1);
-        let dir = if index == 0 { format!("faultscale-<pid>-<nonce>-{}", p.name) } else { format!("level{}", index + 1) };
+        let dir =
+            if index == 0 { format!("faultscale-<pid>-<nonce>-{}", p.name) } else { format!("level{}", index + 1) };
         println!("{indent}{dir}/");
-        let writes = profile::writes_for(level, hierarchy.version).map_err(|e| anyhow::anyhow!("{name}: level {}: {e}", index + 1))?;
+        let writes = profile::writes_for(level, hierarchy.version)
+            .map_err(|e| anyhow::anyhow!("{name}: level {}: {e}", index + 1))?;
         for write in writes {
             println!("{indent}  {} = {}", write.file, write.value);
         }

@@ -213,12 +213,9 @@ pub fn parse_size(option: &str, text: &str) -> Result<u64> {
         Some('t' | 'T') => (&trimmed[..trimmed.len() - 1], 1 << 40),
         _ => (trimmed, 1),
     };
-    let value: u64 = digits
-        .parse()
-        .map_err(|_| anyhow!("{option} {text:?}: not a size; use bytes or K/M/G, e.g. {option} 1M"))?;
-    value
-        .checked_mul(multiplier)
-        .ok_or_else(|| anyhow!("{option} {text:?}: too large"))
+    let value: u64 =
+        digits.parse().map_err(|_| anyhow!("{option} {text:?}: not a size; use bytes or K/M/G, e.g. {option} 1M"))?;
+    value.checked_mul(multiplier).ok_or_else(|| anyhow!("{option} {text:?}: too large"))
 }
 
 #[derive(Debug, Clone)]
@@ -321,10 +318,7 @@ impl RunOptions {
             Some(text) => parse_task_counts(text)?,
         };
 
-        let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
-            .ok()
-            .flatten()
-            .unwrap_or(4096) as u64;
+        let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
         let chunk_bytes = parse_size("--chunk", &args.chunk)?;
         if chunk_bytes < page_size || chunk_bytes % page_size != 0 {
             bail!("--chunk {}: must be a positive multiple of the page size ({page_size} bytes), e.g. 1M", args.chunk);
@@ -334,10 +328,13 @@ impl RunOptions {
             bail!("--chunk {}: at most 1T per worker", args.chunk);
         }
 
-        if args.mode == crate::run::Mode::Thread {
-            if let Some(problem) = args.workload.thread_mode_problem() {
-                bail!("--mode thread: --workload {} cannot run as threads ({problem}); use --mode process", args.workload.name());
-            }
+        if args.mode == crate::run::Mode::Thread
+            && let Some(problem) = args.workload.thread_mode_problem()
+        {
+            bail!(
+                "--mode thread: --workload {} cannot run as threads ({problem}); use --mode process",
+                args.workload.name()
+            );
         }
         let size_bytes = parse_size("--size", &args.size)?;
         if size_bytes < page_size || size_bytes % page_size != 0 || size_bytes > 1 << 40 {
@@ -350,7 +347,9 @@ impl RunOptions {
 
         let to_stdout = [&args.csv, &args.json, &args.samples_csv].iter().filter(|o| o.as_deref() == Some("-")).count();
         if to_stdout > 1 {
-            bail!("--csv, --json and --samples-csv: only one of them can write to stdout (-); give the others file names");
+            bail!(
+                "--csv, --json and --samples-csv: only one of them can write to stdout (-); give the others file names"
+            );
         }
 
         Ok(RunOptions {
@@ -434,7 +433,17 @@ mod tests {
         assert!(parse_placements("nested:2,nested:1..3").is_err());
         assert_eq!(parse_placements("root").unwrap(), vec![Placement::root()]);
         assert_eq!(parse_placements("nested:64").unwrap()[0].depth, 64);
-        for bad in ["nested:0", "nested:65", "nested:x", "nested:-1", "grandchild", "", "child,,root", "child,child", "nested:1..65"] {
+        for bad in [
+            "nested:0",
+            "nested:65",
+            "nested:x",
+            "nested:-1",
+            "grandchild",
+            "",
+            "child,,root",
+            "child,child",
+            "nested:1..65",
+        ] {
             assert!(parse_placements(bad).is_err(), "{bad} accepted");
         }
     }

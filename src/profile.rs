@@ -86,7 +86,8 @@ pub fn parse(origin: &str, text: &str) -> Result<Profile> {
             .strip_prefix("unknown field `")
             .and_then(|rest| rest.split_once('`'))
             .map(|(key, _)| line_of(text, key));
-        let line = unknown_key.or_else(|| e.span().map(|span| text[..span.start.min(text.len())].lines().count().max(1)));
+        let line =
+            unknown_key.or_else(|| e.span().map(|span| text[..span.start.min(text.len())].lines().count().max(1)));
         match line {
             Some(line) => anyhow!("{origin}:{line}: {message}"),
             None => anyhow!("{origin}: {message}"),
@@ -188,7 +189,9 @@ pub fn writes_for(level: &[Knob], version: Version) -> Result<Vec<KnobWrite>> {
                             ),
                         }
                     }
-                    other => bail!("{other} has no cgroup v1 equivalent; run this profile on a cgroup v2 host (--cgroup-version v2)"),
+                    other => bail!(
+                        "{other} has no cgroup v1 equivalent; run this profile on a cgroup v2 host (--cgroup-version v2)"
+                    ),
                 }
             }
         };
@@ -216,7 +219,11 @@ mod tests {
 
     #[test]
     fn sizes_and_max() {
-        let p = parse("t", "name = \"t\"\n[[level]]\n\"memory.max\" = \"64K\"\n\"memory.high\" = \"max\"\n\"memory.low\" = 4096\n").unwrap();
+        let p = parse(
+            "t",
+            "name = \"t\"\n[[level]]\n\"memory.max\" = \"64K\"\n\"memory.high\" = \"max\"\n\"memory.low\" = 4096\n",
+        )
+        .unwrap();
         assert_eq!(
             p.levels[0],
             vec![

@@ -6,7 +6,6 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-
 /// Rows match on these.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Key {
@@ -38,30 +37,21 @@ pub struct RunFile {
 const FACTS: [&str; 5] = ["kernel", "host", "cgroup_version", "thp_enabled", "governor"];
 
 pub fn key(workload: &str, mode: &str, tasks: u64, placement: &str) -> Key {
-    Key {
-        workload: workload.into(),
-        mode: mode.into(),
-        tasks,
-        placement: (placement != "root", placement.into()),
-    }
+    Key { workload: workload.into(), mode: mode.into(), tasks, placement: (placement != "root", placement.into()) }
 }
 
 impl RunFile {
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let name = path.display().to_string();
-        if text.trim_start().starts_with('{') {
-            Self::from_json(name, &text)
-        } else {
-            Self::from_csv(name, &text)
-        }
+        if text.trim_start().starts_with('{') { Self::from_json(name, &text) } else { Self::from_csv(name, &text) }
     }
 
     fn add(&mut self, key: Key, rate: f64, ratio: Option<f64>) {
-        if let Some(ratio) = ratio.filter(|r| *r > 0.0) {
-            if key.placement.0 {
-                self.overheads.entry(key.clone()).or_default().push(1.0 / ratio);
-            }
+        if let Some(ratio) = ratio.filter(|r| *r > 0.0)
+            && key.placement.0
+        {
+            self.overheads.entry(key.clone()).or_default().push(1.0 / ratio);
         }
         self.rates.entry(key).or_default().push(rate);
     }
@@ -78,7 +68,8 @@ impl RunFile {
         let depth_column = headers.iter().position(|h| h == "depth");
         let [workload, mode, tasks, placement, cpu, rate, ratio] =
             ["workload", "mode", "tasks", "placement", "cpu", "faults_per_sec", "ratio_vs_root"].map(column);
-        let (workload, mode, tasks, placement, cpu, rate, ratio) = (workload?, mode?, tasks?, placement?, cpu?, rate?, ratio?);
+        let (workload, mode, tasks, placement, cpu, rate, ratio) =
+            (workload?, mode?, tasks?, placement?, cpu?, rate?, ratio?);
         let mut file = RunFile { name: name.clone(), ..Default::default() };
         for (line, record) in reader.records().enumerate() {
             let record = record.with_context(|| format!("{name}: row {}", line + 2))?;
@@ -108,16 +99,18 @@ impl RunFile {
     }
 
     pub fn from_json(name: String, text: &str) -> Result<Self> {
-        let document: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| anyhow!("{name}: not JSON: {e}"))?;
+        let document: serde_json::Value = serde_json::from_str(text).map_err(|e| anyhow!("{name}: not JSON: {e}"))?;
         let settings = &document["settings"];
-        let workload = settings["workload"].as_str().ok_or_else(|| anyhow!("{name}: no settings.workload; is this a faultscale --json file?"))?;
+        let workload = settings["workload"]
+            .as_str()
+            .ok_or_else(|| anyhow!("{name}: no settings.workload; is this a faultscale --json file?"))?;
         let mode = settings["mode"].as_str().unwrap_or("process");
         let mut file = RunFile { name: name.clone(), ..Default::default() };
         for m in document["measurements"].as_array().ok_or_else(|| anyhow!("{name}: no measurements"))? {
             let tasks = m["run"]["workers"].as_array().map(|w| w.len() as u64).unwrap_or(0);
             let placement = m["placement"].as_str().unwrap_or("?");
-            let rate = m["faults_per_sec"].as_f64().ok_or_else(|| anyhow!("{name}: a measurement lacks faults_per_sec"))?;
+            let rate =
+                m["faults_per_sec"].as_f64().ok_or_else(|| anyhow!("{name}: a measurement lacks faults_per_sec"))?;
             if let Some(depth) = m["depth"].as_u64() {
                 file.depths.insert(placement.to_string(), depth);
             }

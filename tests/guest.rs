@@ -61,7 +61,11 @@ fn common_assertions(dir: &Path, layout_line: &str, profiles: &[&str], knob_file
     for row in &rows[1..] {
         let memcg = number(row, "memcg_pgfault");
         let kernel = number(row, "kernel_faults");
-        assert!(memcg > 0.0 && (memcg - kernel).abs() <= 0.02 * kernel, "{}: memcg {memcg} vs {kernel}", row["placement"]);
+        assert!(
+            memcg > 0.0 && (memcg - kernel).abs() <= 0.02 * kernel,
+            "{}: memcg {memcg} vs {kernel}",
+            row["placement"]
+        );
     }
 
     for profile in profiles {

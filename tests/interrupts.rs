@@ -76,8 +76,18 @@ fn a_second_ctrl_c_does_not_abandon_cleanup_and_completed_repetitions_are_kept()
     let csv = dir.path().join("out.csv");
     let json = dir.path().join("out.json");
     let child = spawn(&[
-        "--base", "self", "--cgroup", "child", "--duration", "0.4", "--repeat", "20", "--csv",
-        csv.to_str().unwrap(), "--json", json.to_str().unwrap(),
+        "--base",
+        "self",
+        "--cgroup",
+        "child",
+        "--duration",
+        "0.4",
+        "--repeat",
+        "20",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
     ]);
     let pid = child.id();
     wait_running(&base, pid);
@@ -142,7 +152,7 @@ fn cleanup_keeps_trees_of_live_runs_and_trees_with_processes() {
     let pid = child.id();
     wait_running(&base, pid);
     let cleanup = std::process::Command::new(binary()).args(["cleanup", "--base", "self"]).output().unwrap();
-    assert!(text(&cleanup.stdout).contains(&format!("still alive")), "{}", text(&cleanup.stdout));
+    assert!(text(&cleanup.stdout).contains(&"still alive".to_string()), "{}", text(&cleanup.stdout));
     assert!(!trees_of(&base, pid).is_empty(), "cleanup removed a live run's tree");
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -175,11 +185,23 @@ fn an_oom_killed_worker_is_reported_for_its_placement_and_the_others_still_repor
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("tiny.toml");
     // 2 MiB of memory and 8 MiB touched per iteration, without swap: the OOM killer must act.
-    std::fs::write(&profile, "name = \"tiny\"\ndescription = \"OOM on purpose\"\n[[level]]\n\"memory.max\" = \"2M\"\n").unwrap();
+    std::fs::write(&profile, "name = \"tiny\"\ndescription = \"OOM on purpose\"\n[[level]]\n\"memory.max\" = \"2M\"\n")
+        .unwrap();
     let csv = dir.path().join("out.csv");
     let (_, output) = run_clean(
         &base,
-        &["--base", "self", "--cgroup", profile.to_str().unwrap(), "--chunk", "8M", "--duration", "1", "--csv", csv.to_str().unwrap()],
+        &[
+            "--base",
+            "self",
+            "--cgroup",
+            profile.to_str().unwrap(),
+            "--chunk",
+            "8M",
+            "--duration",
+            "1",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
     );
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");

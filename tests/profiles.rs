@@ -18,9 +18,10 @@ fn shipped_profiles_build_apply_their_knobs_and_vanish() {
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("run.json");
         // Started with a pipe we can read while it runs, to look at the knob files live.
-        let (_, output) = run_clean(&base, &[
-            "--base", "self", "--cgroup", profile, "--duration", "1", "--json", json.to_str().unwrap(),
-        ]);
+        let (_, output) = run_clean(
+            &base,
+            &["--base", "self", "--cgroup", profile, "--duration", "1", "--json", json.to_str().unwrap()],
+        );
         assert!(output.status.success(), "{profile}: {}", text(&output.stderr));
         let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let expected = faultscale_profile_depth(profile);
@@ -81,7 +82,8 @@ fn bad_profiles_fail_before_anything_is_created() {
     for (file, body, expected) in cases {
         let path = dir.path().join(file);
         std::fs::write(&path, body).unwrap();
-        let (_, output) = run_clean(&base, &["--base", "self", "--cgroup", path.to_str().unwrap(), "--duration", "0.2"]);
+        let (_, output) =
+            run_clean(&base, &["--base", "self", "--cgroup", path.to_str().unwrap(), "--duration", "0.2"]);
         let stderr = text(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{file}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{file}: {stderr}");

@@ -30,13 +30,21 @@ fn write_run(path: &std::path::Path, kernel: &str, root: [f64; 3], child: [f64; 
 #[test]
 fn compare_marks_real_changes_and_not_noise() {
     let dir = tempfile::tempdir().unwrap();
-    let (base, slower, same) = (dir.path().join("base.csv"), dir.path().join("slower.csv"), dir.path().join("same.csv"));
+    let (base, slower, same) =
+        (dir.path().join("base.csv"), dir.path().join("slower.csv"), dir.path().join("same.csv"));
     write_run(&base, "6.1.0", [1000.0, 1010.0, 990.0], [900.0, 905.0, 895.0]);
     // The child lost 10%; the root did not move beyond noise.
     write_run(&slower, "6.2.0", [1004.0, 996.0, 1001.0], [810.0, 815.0, 805.0]);
     write_run(&same, "6.1.0", [1002.0, 994.0, 1005.0], [899.0, 907.0, 893.0]);
 
-    let out = faultscale(&["compare", base.to_str().unwrap(), slower.to_str().unwrap(), same.to_str().unwrap(), "--format", "csv"]);
+    let out = faultscale(&[
+        "compare",
+        base.to_str().unwrap(),
+        slower.to_str().unwrap(),
+        same.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("kernel differs (6.1.0 vs 6.2.0)"), "{}", text(&out.stderr));
     let mut reader = csv::Reader::from_reader(out.stdout.as_slice());
@@ -101,7 +109,10 @@ fn completions_and_man_page_come_from_the_cli_definitions() {
         let out = faultscale(&["completions", shell]);
         assert!(out.status.success(), "{shell}");
         let script = text(&out.stdout);
-        assert!(script.contains("faultscale") && script.contains("kernel-count") && script.contains("samples-csv"), "{shell}");
+        assert!(
+            script.contains("faultscale") && script.contains("kernel-count") && script.contains("samples-csv"),
+            "{shell}"
+        );
     }
     let man = text(&faultscale(&["man"]).stdout);
     assert!(man.contains(".TH faultscale 1"), "{man}");
@@ -114,7 +125,8 @@ fn the_progress_line_shows_on_a_terminal_only() {
     let base = own_memory_cgroup();
     // `script` gives the run a pseudo-terminal.
     let command = format!("{} --base self --duration 1 --interval 0.25", binary().display());
-    let tty = Command::new("script").args(["-qec", &command, "/dev/null"]).output().expect("script(1), from util-linux");
+    let tty =
+        Command::new("script").args(["-qec", &command, "/dev/null"]).output().expect("script(1), from util-linux");
     let screen = text(&tty.stdout);
     assert!(tty.status.success(), "{screen}");
     assert!(screen.contains("\r\x1b[Kfaultscale: root rep 1/1, ") && screen.contains("s left"), "{screen:?}");

@@ -15,10 +15,20 @@ fn root_child_and_nested_rows_with_agreeing_counts() {
     let base = own_memory_cgroup();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
-    let (pid, output) = run_clean(&base, &[
-        "--base", "self", "--cgroup", "child,nested:3", "--duration", "1", "--csv",
-        csv.to_str().unwrap(), "--per-cpu",
-    ]);
+    let (pid, output) = run_clean(
+        &base,
+        &[
+            "--base",
+            "self",
+            "--cgroup",
+            "child,nested:3",
+            "--duration",
+            "1",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--per-cpu",
+        ],
+    );
     assert!(output.status.success(), "stderr: {}", text(&output.stderr));
 
     let stdout = text(&output.stdout);
@@ -62,10 +72,8 @@ fn root_child_and_nested_rows_with_agreeing_counts() {
     // --per-cpu: one row per worker, summing to the summary.
     let cpus = summaries[0]["tasks"].parse::<usize>().unwrap();
     for summary in &summaries {
-        let workers: Vec<_> = rows
-            .iter()
-            .filter(|r| !r["cpu"].is_empty() && r["placement"] == summary["placement"])
-            .collect();
+        let workers: Vec<_> =
+            rows.iter().filter(|r| !r["cpu"].is_empty() && r["placement"] == summary["placement"]).collect();
         assert_eq!(workers.len(), cpus);
         let sum: f64 = workers.iter().map(|r| number(r, "faults")).sum();
         assert_eq!(sum, number(summary, "faults"));
@@ -76,7 +84,8 @@ fn root_child_and_nested_rows_with_agreeing_counts() {
 fn perf_counters_agree_with_the_loop() {
     let Some(_serial) = needs_root() else { return };
     let base = own_memory_cgroup();
-    let (_, output) = run_clean(&base, &["--base", "self", "--duration", "0.5", "--kernel-count", "perf", "--csv", "-"]);
+    let (_, output) =
+        run_clean(&base, &["--base", "self", "--duration", "0.5", "--kernel-count", "perf", "--csv", "-"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let mut reader = csv::Reader::from_reader(output.stdout.as_slice());
     let headers = reader.headers().unwrap().clone();
@@ -98,7 +107,8 @@ fn perf_counters_agree_with_the_loop() {
         assert!(stderr.contains(line), "{line}: {stderr}");
     }
     for hardware in ["cycles", "instructions"] {
-        let line = stderr.lines().find(|l| l.trim_end().ends_with(hardware)).unwrap_or_else(|| panic!("{hardware}: {stderr}"));
+        let line =
+            stderr.lines().find(|l| l.trim_end().ends_with(hardware)).unwrap_or_else(|| panic!("{hardware}: {stderr}"));
         let value = line.split_whitespace().next().unwrap();
         assert!(value == "<not" || value.replace(',', "").parse::<u64>().is_ok(), "{line}");
     }
@@ -215,9 +225,18 @@ fn hostile_option_values_are_one_line_errors_that_create_nothing() {
         }
     }
     for (option, value) in [
-        ("--workload", "nope"), ("--kernel-count", ""), ("--cgroup-version", "v3"), ("--cgroup", ",,"),
-        ("--cgroup", "nested:99999999999999999999"), ("--csv", ""), ("--json", "/"), ("--samples-csv", "/proc/nope/x"),
-        ("--base", ""), ("--base", "/etc/passwd"), ("--base", "/sys/fs/cgroup/../../etc"), ("--base", "a\nb"),
+        ("--workload", "nope"),
+        ("--kernel-count", ""),
+        ("--cgroup-version", "v3"),
+        ("--cgroup", ",,"),
+        ("--cgroup", "nested:99999999999999999999"),
+        ("--csv", ""),
+        ("--json", "/"),
+        ("--samples-csv", "/proc/nope/x"),
+        ("--base", ""),
+        ("--base", "/etc/passwd"),
+        ("--base", "/sys/fs/cgroup/../../etc"),
+        ("--base", "a\nb"),
     ] {
         cases.push(vec![option.into(), value.into()]);
     }
@@ -280,5 +299,10 @@ fn without_root_env_says_why_and_a_run_refuses_cleanly() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("needs root"), "{stderr}");
     assert!(faultscale_processes().is_empty());
-    assert!(std::fs::read_dir(&base).unwrap().flatten().all(|e| !e.file_name().to_string_lossy().starts_with("faultscale-")));
+    assert!(
+        std::fs::read_dir(&base)
+            .unwrap()
+            .flatten()
+            .all(|e| !e.file_name().to_string_lossy().starts_with("faultscale-"))
+    );
 }

@@ -38,15 +38,33 @@ fn every_numeric_cell_is_a_number_in_libreoffice() {
     let Some(_serial) = needs_root() else { return };
     let soffice = ["soffice", "libreoffice"]
         .into_iter()
-        .find(|tool| Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().map(|o| o.status.success()).unwrap_or(false))
+        .find(|tool| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
+        })
         .expect("LibreOffice is missing: install Debian's libreoffice-calc-nogui (.ci/run does)");
     let base = own_memory_cgroup();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("run.csv");
-    let (_, output) = run_clean(&base, &[
-        "--base", "self", "--cgroup", "child,nested:2", "--duration", "0.3", "--repeat", "2", "--per-cpu", "--csv",
-        csv.to_str().unwrap(),
-    ]);
+    let (_, output) = run_clean(
+        &base,
+        &[
+            "--base",
+            "self",
+            "--cgroup",
+            "child,nested:2",
+            "--duration",
+            "0.3",
+            "--repeat",
+            "2",
+            "--per-cpu",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
     assert!(output.status.success(), "{}", text(&output.stderr));
 
     let profile = dir.path().join("lo-profile");
@@ -69,15 +87,26 @@ fn every_numeric_cell_is_a_number_in_libreoffice() {
     let types = cell_types(&fods);
     assert_eq!(types.len(), rows.len() + 1, "one sheet row per CSV line");
     let numeric = [
-        "tasks", "depth", "repetition", "sequence", "duration_s", "faults", "faults_per_sec",
-        "faults_per_sec_per_task", "kernel_faults", "user_s", "sys_s", "memcg_pgfault", "start_skew_us",
-        "ratio_vs_root", "cpu",
+        "tasks",
+        "depth",
+        "repetition",
+        "sequence",
+        "duration_s",
+        "faults",
+        "faults_per_sec",
+        "faults_per_sec_per_task",
+        "kernel_faults",
+        "user_s",
+        "sys_s",
+        "memcg_pgfault",
+        "start_skew_us",
+        "ratio_vs_root",
+        "cpu",
     ];
     let mut checked = 0;
     for (row_index, row) in rows.iter().enumerate() {
         let sheet_row = &types[row_index + 1];
-        let by_name: HashMap<&str, &Option<String>> =
-            header.iter().map(String::as_str).zip(sheet_row.iter()).collect();
+        let by_name: HashMap<&str, &Option<String>> = header.iter().map(String::as_str).zip(sheet_row.iter()).collect();
         for column in numeric {
             if row[column].is_empty() {
                 continue; // per-CPU rows leave summary-only cells empty

@@ -9,12 +9,31 @@ fn repetitions_interleave_and_json_carries_everything() {
     let Some(_serial) = needs_root() else { return };
     let base = own_memory_cgroup();
     let dir = tempfile::tempdir().unwrap();
-    let (json, samples, csv) = (dir.path().join("run.json"), dir.path().join("samples.csv"), dir.path().join("run.csv"));
-    let (_, output) = run_clean(&base, &[
-        "--base", "self", "--cgroup", "child", "--duration", "0.6", "--warmup", "0.2", "--interval", "0.2",
-        "--repeat", "2", "--json", json.to_str().unwrap(), "--samples-csv", samples.to_str().unwrap(),
-        "--csv", csv.to_str().unwrap(),
-    ]);
+    let (json, samples, csv) =
+        (dir.path().join("run.json"), dir.path().join("samples.csv"), dir.path().join("run.csv"));
+    let (_, output) = run_clean(
+        &base,
+        &[
+            "--base",
+            "self",
+            "--cgroup",
+            "child",
+            "--duration",
+            "0.6",
+            "--warmup",
+            "0.2",
+            "--interval",
+            "0.2",
+            "--repeat",
+            "2",
+            "--json",
+            json.to_str().unwrap(),
+            "--samples-csv",
+            samples.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
     assert!(output.status.success(), "{}", text(&output.stderr));
     let stdout = text(&output.stdout);
     assert!(stdout.contains("0.6 s x 2, interleaved"), "{stdout}");
@@ -22,14 +41,15 @@ fn repetitions_interleave_and_json_carries_everything() {
 
     // Interleaving: repetition 1 runs root then child, repetition 2 child then root.
     let rows = read_csv(&csv);
-    let order: Vec<(String, String, String)> = rows
-        .iter()
-        .map(|r| (r["sequence"].clone(), r["repetition"].clone(), r["placement"].clone()))
-        .collect();
+    let order: Vec<(String, String, String)> =
+        rows.iter().map(|r| (r["sequence"].clone(), r["repetition"].clone(), r["placement"].clone())).collect();
     assert_eq!(
         order,
-        [("0", "1", "root"), ("1", "1", "child"), ("2", "2", "child"), ("3", "2", "root")]
-            .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        [("0", "1", "root"), ("1", "1", "child"), ("2", "2", "child"), ("3", "2", "root")].map(|(a, b, c)| (
+            a.to_string(),
+            b.to_string(),
+            c.to_string()
+        ))
     );
     // Warmup is excluded: the measured span is the duration, not duration + warmup.
     for row in &rows {
@@ -39,8 +59,22 @@ fn repetitions_interleave_and_json_carries_everything() {
 
     let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let env = &document["environment"];
-    for key in ["kernel", "kernel_cmdline", "layout", "cgroup_version", "memory_options", "thp_enabled", "thp_defrag",
-        "cpu_model", "online_cpus", "allowed_cpus", "governor", "aslr", "faultscale_version", "command_line"] {
+    for key in [
+        "kernel",
+        "kernel_cmdline",
+        "layout",
+        "cgroup_version",
+        "memory_options",
+        "thp_enabled",
+        "thp_defrag",
+        "cpu_model",
+        "online_cpus",
+        "allowed_cpus",
+        "governor",
+        "aslr",
+        "faultscale_version",
+        "command_line",
+    ] {
         assert!(env[key].is_string(), "environment.{key} missing: {env}");
     }
     assert_eq!(document["settings"]["repeat"], 2);

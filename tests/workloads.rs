@@ -21,10 +21,28 @@ fn every_workload_runs_counts_and_cleans_up_in_both_modes() {
                 continue;
             }
             let csv = tmp.path().join(format!("{workload}-{mode}.csv"));
-            let (_, output) = run_clean(&base, &[
-                "--base", "self", "--cgroup", "child", "--no-baseline", "--duration", "1", "--workload", workload,
-                "--mode", mode, "--size", "8M", "--tmpdir", tmp.path().to_str().unwrap(), "--csv", csv.to_str().unwrap(),
-            ]);
+            let (_, output) = run_clean(
+                &base,
+                &[
+                    "--base",
+                    "self",
+                    "--cgroup",
+                    "child",
+                    "--no-baseline",
+                    "--duration",
+                    "1",
+                    "--workload",
+                    workload,
+                    "--mode",
+                    mode,
+                    "--size",
+                    "8M",
+                    "--tmpdir",
+                    tmp.path().to_str().unwrap(),
+                    "--csv",
+                    csv.to_str().unwrap(),
+                ],
+            );
             let context = format!("{workload} as {mode}: {}", text(&output.stderr));
             assert!(output.status.success(), "{context}");
             let rows = read_csv(&csv);
@@ -63,18 +81,31 @@ fn a_task_sweep_yields_a_row_per_count_and_placement() {
     let base = own_memory_cgroup();
     let tmp = tempfile::tempdir().unwrap();
     let csv = tmp.path().join("sweep.csv");
-    let (_, output) = run_clean(&base, &[
-        "--base", "self", "--cgroup", "child", "--duration", "0.4", "--tasks", "1..3", "--workload", "mmap-file",
-        "--tmpdir", tmp.path().to_str().unwrap(), "--csv", csv.to_str().unwrap(),
-    ]);
+    let (_, output) = run_clean(
+        &base,
+        &[
+            "--base",
+            "self",
+            "--cgroup",
+            "child",
+            "--duration",
+            "0.4",
+            "--tasks",
+            "1..3",
+            "--workload",
+            "mmap-file",
+            "--tmpdir",
+            tmp.path().to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
     let stdout = text(&output.stdout);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let rows = read_csv(&csv);
     let keys: Vec<(String, String)> = rows.iter().map(|r| (r["tasks"].clone(), r["placement"].clone())).collect();
-    let expected: Vec<(String, String)> = ["1", "2", "3"]
-        .iter()
-        .flat_map(|t| ["root", "child"].map(|p| (t.to_string(), p.to_string())))
-        .collect();
+    let expected: Vec<(String, String)> =
+        ["1", "2", "3"].iter().flat_map(|t| ["root", "child"].map(|p| (t.to_string(), p.to_string()))).collect();
     assert_eq!(keys, expected);
     // More tasks than allowed CPUs are placed round-robin, and the run says so.
     let cpus = std::thread::available_parallelism().unwrap().get();

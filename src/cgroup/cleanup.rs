@@ -35,10 +35,7 @@ pub struct Leftover {
 
 fn pid_alive(pid: i32) -> bool {
     // EPERM still means the process exists.
-    !matches!(
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
-        Err(nix::errno::Errno::ESRCH)
-    )
+    !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH))
 }
 
 /// Every directory of the tree, children before parents.

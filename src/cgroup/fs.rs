@@ -17,8 +17,7 @@ pub fn write(path: &Path, value: &str) -> Result<()> {
         .write(true)
         .open(path)
         .with_context(|| format!("opening {} for writing", path.display()))?;
-    file.write_all(value.as_bytes())
-        .map_err(|e| anyhow!("writing {value:?} to {}: {e}", path.display()))
+    file.write_all(value.as_bytes()).map_err(|e| anyhow!("writing {value:?} to {}: {e}", path.display()))
 }
 
 /// Whitespace-separated words of a file such as cgroup.controllers or cgroup.subtree_control.

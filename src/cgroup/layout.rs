@@ -67,10 +67,7 @@ fn unescape_mountinfo(field: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && i + 3 < bytes.len()
-            && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b))
-        {
+        if bytes[i] == b'\\' && i + 3 < bytes.len() && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b)) {
             let value = (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0');
             out.push(value);
             i += 4;
@@ -229,9 +226,8 @@ impl Detected {
         };
 
         let v1_memory = v1_mounts.iter().find(|m| m.controllers.iter().any(|c| c == "memory")).and_then(|m| {
-            let membership = memberships
-                .iter()
-                .find(|ms| ms.hierarchy_id != 0 && ms.controllers.iter().any(|c| c == "memory"))?;
+            let membership =
+                memberships.iter().find(|ms| ms.hierarchy_id != 0 && ms.controllers.iter().any(|c| c == "memory"))?;
             Some(Hierarchy {
                 version: Version::V1,
                 mount_point: m.mount_point.clone(),
@@ -250,9 +246,8 @@ impl Detected {
                 mount_options: m.options.clone(),
             })
         });
-        let v2_controllers = v2_controllers
-            .map(|text| text.split_whitespace().map(str::to_string).collect())
-            .unwrap_or_default();
+        let v2_controllers =
+            v2_controllers.map(|text| text.split_whitespace().map(str::to_string).collect()).unwrap_or_default();
         Ok(Detected { layout, v1_memory, v2, v2_controllers })
     }
 
@@ -276,11 +271,13 @@ impl Detected {
                 if self.v2_has_memory() {
                     return Ok(self.v2.clone().expect("checked"));
                 }
-                let hint = if self.v1_memory.is_some() { "; memory is on v1 here, use --cgroup-version v1" } else { "" };
+                let hint =
+                    if self.v1_memory.is_some() { "; memory is on v1 here, use --cgroup-version v1" } else { "" };
                 bail!("--cgroup-version v2: {}{hint}", v2_without_memory())
             }
             VersionChoice::V1 => self.v1_memory.clone().with_context(|| {
-                let hint = if self.v2_has_memory() { "; memory is on cgroup2 here, use --cgroup-version v2" } else { "" };
+                let hint =
+                    if self.v2_has_memory() { "; memory is on cgroup2 here, use --cgroup-version v2" } else { "" };
                 format!("--cgroup-version v1: no v1 hierarchy has the memory controller mounted{hint}")
             }),
             VersionChoice::Auto => {
@@ -345,12 +342,8 @@ mod tests {
 
     #[test]
     fn hybrid_host_uses_v1_memory() {
-        let d = Detected::classify(
-            &parse_mountinfo(HYBRID_MOUNTINFO),
-            &parse_proc_cgroup(HYBRID_CGROUP),
-            Some(""),
-        )
-        .unwrap();
+        let d = Detected::classify(&parse_mountinfo(HYBRID_MOUNTINFO), &parse_proc_cgroup(HYBRID_CGROUP), Some(""))
+            .unwrap();
         assert_eq!(d.layout, Layout::Hybrid);
         assert!(!d.v2_has_memory());
         let h = d.memory_hierarchy(VersionChoice::Auto).unwrap();

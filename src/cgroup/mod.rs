@@ -91,10 +91,7 @@ pub fn resolve_base(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
         );
     }
     if !resolved.is_dir() || !resolved.join("cgroup.procs").is_file() {
-        bail!(
-            "--base {label}: {} is not a cgroup directory (no cgroup.procs); give a cgroup path",
-            resolved.display()
-        );
+        bail!("--base {label}: {} is not a cgroup directory (no cgroup.procs); give a cgroup path", resolved.display());
     }
     Ok(resolved)
 }

@@ -52,7 +52,16 @@ pub struct Tree {
 
 impl Tree {
     pub fn new(hierarchy: Hierarchy, base: PathBuf, run_name: String) -> Self {
-        Tree { hierarchy, base, run_name, created: Vec::new(), enabled_memory_in_base: false, notes: Vec::new(), applied: Vec::new(), owner: std::process::id() }
+        Tree {
+            hierarchy,
+            base,
+            run_name,
+            created: Vec::new(),
+            enabled_memory_in_base: false,
+            notes: Vec::new(),
+            applied: Vec::new(),
+            owner: std::process::id(),
+        }
     }
 
     /// What the tree did outside its own directories, for the user to read.
@@ -71,7 +80,11 @@ impl Tree {
         for placement in placements {
             for (index, level) in placement.levels.iter().enumerate() {
                 profile::writes_for(level, self.hierarchy.version).map_err(|e| {
-                    anyhow!("--cgroup {}: level {}: {e}", placement.profile.as_deref().unwrap_or(&placement.name), index + 1)
+                    anyhow!(
+                        "--cgroup {}: level {}: {e}",
+                        placement.profile.as_deref().unwrap_or(&placement.name),
+                        index + 1
+                    )
                 })?;
             }
         }
@@ -126,10 +139,7 @@ impl Tree {
 
     fn build(&mut self, placement: &Placement) -> Result<Leaf> {
         if placement.is_root() {
-            return Ok(Leaf {
-                fs_path: self.base.clone(),
-                cgroup_path: self.hierarchy.cgroup_path(&self.base),
-            });
+            return Ok(Leaf { fs_path: self.base.clone(), cgroup_path: self.hierarchy.cgroup_path(&self.base) });
         }
         let label: String = placement.name.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
         let mut dir = self.base.join(format!("{}-{label}", self.run_name));
@@ -163,7 +173,11 @@ impl Tree {
             for write in profile::writes_for(knobs, self.hierarchy.version)? {
                 let file = dir.join(&write.file);
                 if !file.is_file() {
-                    bail!("{}: no such knob file here; the kernel lacks {} (see `faultscale env`)", file.display(), write.knob);
+                    bail!(
+                        "{}: no such knob file here; the kernel lacks {} (see `faultscale env`)",
+                        file.display(),
+                        write.knob
+                    );
                 }
                 cgfs::write(&file, &write.value)?;
                 let read_back = cgfs::read(&file)?.trim().to_string();

@@ -180,9 +180,26 @@ mod tests {
         let report = synthetic_report(&[(100_000.0, 90_000.0)]);
         let (headers, records) = written(&report, false);
         let design = [
-            "run_id", "started_at", "host", "kernel", "cgroup_version", "workload", "mode", "tasks", "placement",
-            "depth", "cgroup_path", "repetition", "duration_s", "faults", "faults_per_sec",
-            "faults_per_sec_per_task", "kernel_faults", "memcg_pgfault", "start_skew_us", "ratio_vs_root",
+            "run_id",
+            "started_at",
+            "host",
+            "kernel",
+            "cgroup_version",
+            "workload",
+            "mode",
+            "tasks",
+            "placement",
+            "depth",
+            "cgroup_path",
+            "repetition",
+            "duration_s",
+            "faults",
+            "faults_per_sec",
+            "faults_per_sec_per_task",
+            "kernel_faults",
+            "memcg_pgfault",
+            "start_skew_us",
+            "ratio_vs_root",
         ];
         for column in design {
             assert!(headers.iter().any(|h| h == column), "missing {column}");

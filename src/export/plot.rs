@@ -116,7 +116,14 @@ where
     let title_of = |what: &str| format!("{what} ({})", file.name);
     match chart {
         Chart::Bars | Chart::Auto => draw_bars(&area, file, &title_of("faults/s per task by placement")),
-        Chart::Depth => draw_lines(&area, file, chart, &title_of("faults/s per task vs nesting depth"), "levels below the base", true),
+        Chart::Depth => draw_lines(
+            &area,
+            file,
+            chart,
+            &title_of("faults/s per task vs nesting depth"),
+            "levels below the base",
+            true,
+        ),
         Chart::Tasks => draw_lines(&area, file, chart, &title_of("faults/s vs tasks"), "tasks", false),
     }
     .map_err(|e| anyhow!("drawing the chart: {e}"))?;
@@ -229,7 +236,11 @@ where
         .x_labels(bars.len())
         .x_label_formatter(&|x| {
             let index = x.round();
-            if (x - index).abs() < 1e-6 && index >= 0.0 { names.get(index as usize).cloned().unwrap_or_default() } else { String::new() }
+            if (x - index).abs() < 1e-6 && index >= 0.0 {
+                names.get(index as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
         })
         .x_desc(format!("placement ({tasks} tasks)"))
         .y_desc("faults/s per task")
@@ -244,7 +255,11 @@ where
         ctx.draw_series(std::iter::once(ErrorBar::new_vertical(x, mean - stddev, *mean, mean + stddev, BLACK, 12)))?;
         if let Some(root) = root {
             let label = format!("{:.1}%", 100.0 * mean / root);
-            ctx.draw_series(std::iter::once(Text::new(label, (x - 0.15, mean + stddev + y_max * 0.02), ("sans-serif", 14))))?;
+            ctx.draw_series(std::iter::once(Text::new(
+                label,
+                (x - 0.15, mean + stddev + y_max * 0.02),
+                ("sans-serif", 14),
+            )))?;
         }
     }
     Ok(())
@@ -277,7 +292,10 @@ mod tests {
     #[test]
     fn depth_series_are_per_task_and_skip_profiles() {
         let f = file(&[
-            ("root", 0, 2, 10.0), ("child", 1, 2, 9.0), ("nested:1", 1, 2, 9.0), ("nested:4", 4, 2, 8.0),
+            ("root", 0, 2, 10.0),
+            ("child", 1, 2, 9.0),
+            ("nested:1", 1, 2, 9.0),
+            ("nested:4", 4, 2, 8.0),
             ("limited", 1, 2, 1.0),
         ]);
         let s = series(&f, Chart::Depth, true);

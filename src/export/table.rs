@@ -70,11 +70,21 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
             None => path.to_string(),
         }
     };
-    let path_width =
-        report.measurements.iter().map(|m| shown(&m.leaf.cgroup_path).len()).max().unwrap_or(6).max(6);
+    let path_width = report.measurements.iter().map(|m| shown(&m.leaf.cgroup_path).len()).max().unwrap_or(6).max(6);
     for knob in &report.knobs {
-        let rounded = if knob.read_back != knob.written { format!(" (kernel reads back {})", knob.read_back) } else { String::new() };
-        writeln!(out, "knob: {} {}/{} = {}{rounded}", knob.placement, shown(&knob.cgroup_path), knob.file, knob.written)?;
+        let rounded = if knob.read_back != knob.written {
+            format!(" (kernel reads back {})", knob.read_back)
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "knob: {} {}/{} = {}{rounded}",
+            knob.placement,
+            shown(&knob.cgroup_path),
+            knob.file,
+            knob.written
+        )?;
     }
     let tasks_column = |tasks: &dyn std::fmt::Display| if sweep { format!("{tasks:>5} ") } else { String::new() };
     writeln!(
@@ -150,7 +160,11 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
 /// and the CPU time split that shows contention (sys time climbing).
 fn scaling(out: &mut dyn Write, summaries: &[crate::benchmark::PlacementSummary]) -> Result<()> {
     writeln!(out, "\nscaling (vs linear = rate / (smallest count's rate x tasks / that count)):")?;
-    writeln!(out, "{:>5} {:<10} {:>12} {:>10} {:>10} {:>10} {:>10}", "tasks", "placement", "rate/s", "per task", "vs linear", "user s", "sys s")?;
+    writeln!(
+        out,
+        "{:>5} {:<10} {:>12} {:>10} {:>10} {:>10} {:>10}",
+        "tasks", "placement", "rate/s", "per task", "vs linear", "user s", "sys s"
+    )?;
     for s in summaries {
         writeln!(
             out,
@@ -172,7 +186,9 @@ fn scaling(out: &mut dyn Write, summaries: &[crate::benchmark::PlacementSummary]
 fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement, tasks: usize) -> Result<()> {
     let runs: Vec<_> = report.of(placement, tasks).filter(|m| m.run.workers.iter().all(|w| w.perf.is_some())).collect();
     let Some(first) = runs.first() else { return Ok(()) };
-    let sum = |m: &crate::benchmark::Measurement, get: &dyn Fn(&PerfReading) -> Option<u64>| -> Option<f64> {
+    // One perf stat line: its name and how to read it from a worker's counters.
+    type Line = (&'static str, fn(&PerfReading) -> Option<u64>);
+    let sum = |m: &crate::benchmark::Measurement, get: fn(&PerfReading) -> Option<u64>| -> Option<f64> {
         m.run.workers.iter().map(|w| get(w.perf.as_ref().expect("filtered")).map(|v| v as f64)).sum()
     };
     writeln!(
@@ -183,13 +199,13 @@ fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement, 
         runs.len(),
         if runs.len() == 1 { "" } else { "s" }
     )?;
-    let rows: [(&str, &dyn Fn(&PerfReading) -> Option<u64>); 6] = [
-        ("task-clock", &|p| Some(p.task_clock_ns)),
-        ("context-switches", &|p| Some(p.context_switches)),
-        ("cpu-migrations", &|p| Some(p.cpu_migrations)),
-        ("page-faults", &|p| Some(p.page_faults)),
-        ("cycles", &|p| p.cycles),
-        ("instructions", &|p| p.instructions),
+    let rows: [Line; 6] = [
+        ("task-clock", |p| Some(p.task_clock_ns)),
+        ("context-switches", |p| Some(p.context_switches)),
+        ("cpu-migrations", |p| Some(p.cpu_migrations)),
+        ("page-faults", |p| Some(p.page_faults)),
+        ("cycles", |p| p.cycles),
+        ("instructions", |p| p.instructions),
     ];
     for (name, get) in rows {
         let values: Option<Vec<f64>> = runs.iter().map(|m| sum(m, get)).collect();

@@ -30,7 +30,9 @@ pub fn base_problems(hierarchy: &Hierarchy, base: &Path, is_root: bool) -> Vec<S
     if hierarchy.version == Version::V2 {
         let words = |file: &str| cgroup::fs::words(&base.join(file)).unwrap_or_default();
         if !words("cgroup.controllers").iter().any(|c| c == "memory") {
-            problems.push("memory is not enabled for this cgroup: its parent's cgroup.subtree_control lacks +memory".into());
+            problems.push(
+                "memory is not enabled for this cgroup: its parent's cgroup.subtree_control lacks +memory".into(),
+            );
         }
         let is_hierarchy_root = base == hierarchy.mount_point && hierarchy.mount_root == "/";
         let busy = cgroup::fs::has_processes(base).unwrap_or(false);
@@ -54,7 +56,10 @@ pub fn print(version: VersionChoice, base: &str) -> Result<bool> {
     let detected = cgroup::detect()?;
     line("layout", detected.layout);
     match &detected.v1_memory {
-        Some(h) => line("v1 memory mount", format!("{} ({}; this process in {})", h.mount_point.display(), h.mount_options, h.own_path)),
+        Some(h) => line(
+            "v1 memory mount",
+            format!("{} ({}; this process in {})", h.mount_point.display(), h.mount_options, h.own_path),
+        ),
         None => line("v1 memory mount", "none"),
     }
     match &detected.v2 {
@@ -90,7 +95,11 @@ pub fn print(version: VersionChoice, base: &str) -> Result<bool> {
             for problem in &problems {
                 line("base note", problem);
             }
-            !problems.iter().any(|p| p.starts_with("not running as root") || p.contains("not writable") || p.starts_with("memory is not enabled"))
+            !problems.iter().any(|p| {
+                p.starts_with("not running as root")
+                    || p.contains("not writable")
+                    || p.starts_with("memory is not enabled")
+            })
         }
         Err(e) => {
             line("memory used from", format!("unusable: {e:#}"));

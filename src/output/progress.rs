@@ -25,7 +25,13 @@ pub struct Progress {
 
 impl Progress {
     pub fn new(quiet: bool, unit: &'static str) -> Self {
-        Progress { enabled: !quiet && std::io::stderr().is_terminal(), context: String::new(), after_s: 0.0, unit, drawn: false }
+        Progress {
+            enabled: !quiet && std::io::stderr().is_terminal(),
+            context: String::new(),
+            after_s: 0.0,
+            unit,
+            drawn: false,
+        }
     }
 
     /// Starts a measurement; `after_s` is what the run still has to do once it ends.

@@ -15,7 +15,8 @@ pub struct RunFiles {
 impl RunFiles {
     pub fn create(parent: &Path, run_name: &str, kind: WorkloadKind, page_size: u64) -> Result<Self> {
         let dir = parent.join(run_name);
-        std::fs::create_dir(&dir).with_context(|| format!("--tmpdir {}: creating {}", parent.display(), dir.display()))?;
+        std::fs::create_dir(&dir)
+            .with_context(|| format!("--tmpdir {}: creating {}", parent.display(), dir.display()))?;
         let files = RunFiles { dir, owner: std::process::id() };
         if kind == WorkloadKind::MmapFile {
             let shared = files.dir.join(SHARED_FILE);
@@ -32,7 +33,7 @@ impl RunFiles {
     /// The filesystem the files live on, as users name it.
     pub fn filesystem(&self) -> String {
         let Ok(stat) = nix::sys::statfs::statfs(&self.dir) else { return "unknown".into() };
-        filesystem_name(stat.filesystem_type().0 as i64)
+        filesystem_name(stat.filesystem_type().0)
     }
 }
 
@@ -51,10 +52,10 @@ pub fn filesystem_name(magic: i64) -> String {
 
 impl Drop for RunFiles {
     fn drop(&mut self) {
-        if std::process::id() == self.owner {
-            if let Err(e) = std::fs::remove_dir_all(&self.dir) {
-                eprintln!("faultscale: warning: removing {}: {e}", self.dir.display());
-            }
+        if std::process::id() == self.owner
+            && let Err(e) = std::fs::remove_dir_all(&self.dir)
+        {
+            eprintln!("faultscale: warning: removing {}: {e}", self.dir.display());
         }
     }
 }

@@ -183,8 +183,7 @@ pub fn measure(
     // Workers already in the leaf (the baseline in the harness's own cgroup) are not moved:
     // faultscale writes to no cgroup.procs it does not need to.
     let own_cgroup = cgroup_of(getpid().as_raw(), hierarchy)?;
-    let cgroup_procs: Option<PathBuf> =
-        (own_cgroup != leaf.cgroup_path).then(|| leaf.fs_path.join("cgroup.procs"));
+    let cgroup_procs: Option<PathBuf> = (own_cgroup != leaf.cgroup_path).then(|| leaf.fs_path.join("cgroup.procs"));
     let mut workers = Workers::spawn(spec.mode, &spec.cpus, cgroup_procs.as_deref(), &spec.settings, &slots)?;
 
     wait_ready(&mut workers, &slots)?;
@@ -216,7 +215,8 @@ pub fn measure(
             }
         }
     }
-    let read_iterations = || -> Vec<u64> { (0..count).map(|i| slots.get(i).iterations.load(Ordering::Relaxed)).collect() };
+    let read_iterations =
+        || -> Vec<u64> { (0..count).map(|i| slots.get(i).iterations.load(Ordering::Relaxed)).collect() };
     let task_stats = |workers: &Workers| -> Vec<Option<TaskStat>> {
         (0..count).map(|i| task_stat(workers.process_of(i).as_raw(), tids[i])).collect()
     };
@@ -279,8 +279,11 @@ pub fn measure(
     let iterations: Vec<u64> =
         read_iterations().iter().zip(&iterations_before).map(|(after, before)| after - before).collect();
     samples.push(Sample { elapsed_ns: stopped_ns - started_ns, iterations: iterations.clone() });
-    let perf_after: Vec<PerfReading> =
-        perf.iter_mut().map(|p| p.read()).collect::<std::io::Result<_>>().map_err(|e| anyhow!("reading perf counters: {e}"))?;
+    let perf_after: Vec<PerfReading> = perf
+        .iter_mut()
+        .map(|p| p.read())
+        .collect::<std::io::Result<_>>()
+        .map_err(|e| anyhow!("reading perf counters: {e}"))?;
     let memcg_after = memcg::pgfault(&leaf.fs_path);
     // Threads have no rusage of their own at reaping; read each while it is frozen.
     let stats_after = task_stats(&workers);
@@ -379,10 +382,10 @@ fn wait_until(deadline_ns: u64, workers: &mut Workers, slots: &Slots) -> Result<
     loop {
         // Checked before sleeping as well as after, since SIGCHLD may land just before; a
         // death in the last instant before the sleep is still caught at the next wait.
-        if signals::take_child_changed() {
-            if let Some(dead) = workers.find_dead() {
-                return Err(workers.died(slots, dead).into());
-            }
+        if signals::take_child_changed()
+            && let Some(dead) = workers.find_dead()
+        {
+            return Err(workers.died(slots, dead).into());
         }
         check_interrupt()?;
         if sleep_until(deadline_ns) {
@@ -429,10 +432,7 @@ mod tests {
     #[test]
     fn task_stat_survives_odd_command_names() {
         let line = "1234 (fault (scale) x) R 1 1234 1234 0 -1 4194560 987654 55 0 0 250 75 0 0 20 0 2 0 100 0 0";
-        assert_eq!(
-            parse_task_stat(line, 100),
-            Some(TaskStat { minflt: 987654, user_us: 2_500_000, sys_us: 750_000 })
-        );
+        assert_eq!(parse_task_stat(line, 100), Some(TaskStat { minflt: 987654, user_us: 2_500_000, sys_us: 750_000 }));
         assert_eq!(parse_task_stat("garbage", 100), None);
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
-use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction, sigprocmask, SigmaskHow};
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, sigaction, sigprocmask};
 
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 static CHILD_CHANGED: AtomicBool = AtomicBool::new(false);

@@ -20,7 +20,11 @@ impl Anon {
 impl Workload for Anon {
     fn shape(&self) -> Shape {
         // With THP allowed a chunk may fault in huge pages: fewer faults than pages.
-        Shape { unit: Unit::Faults, per_iteration: (self.bytes / self.page_size) as u64, exact: self.thp == ThpMode::Never }
+        Shape {
+            unit: Unit::Faults,
+            per_iteration: (self.bytes / self.page_size) as u64,
+            exact: self.thp == ThpMode::Never,
+        }
     }
 
     fn prepare(&mut self) -> Result<(), String> {
@@ -30,7 +34,12 @@ impl Workload for Anon {
     fn run(&mut self, iterations: &AtomicU64) -> String {
         let mut completed: u64 = 0;
         loop {
-            let chunk = match map(self.bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1) {
+            let chunk = match map(
+                self.bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+            ) {
                 Ok(chunk) => chunk,
                 Err(e) => return e,
             };

@@ -103,11 +103,7 @@ pub fn faultscale_processes() -> Vec<u32> {
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/exe"))
-                .map(|exe| exe == binary)
-                .unwrap_or(false)
-        })
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).map(|exe| exe == binary).unwrap_or(false))
         .collect()
 }
 
