@@ -1,13 +1,13 @@
 //! Workloads: each is one small loop that bumps its own counter once per iteration.
 //!
 //! The harness (src/run/) owns spawning, pinning, start, sampling and stop; a workload only
-//! prepares itself and loops. Adding a workload is one file here plus one line in `create`.
+//! prepares itself and loops. Adding a workload is one file here plus one line in `create`
+//! (file-private and file-shared share one, as they differ only in a mapping flag).
 //! Construction has no side effects (the harness builds one to ask its shape); `prepare` runs
 //! in the worker, in its cgroup, on its CPU.
 
 mod anon;
-mod file_private;
-mod file_shared;
+mod file_chunk;
 mod fork;
 mod mmap_file;
 mod usemem;
@@ -133,8 +133,8 @@ pub trait Workload {
 pub fn create(settings: &WorkloadSettings, worker_index: usize) -> Box<dyn Workload> {
     match settings.kind {
         WorkloadKind::Anon => Box::new(anon::Anon::new(settings, settings.chunk_bytes)),
-        WorkloadKind::FilePrivate => Box::new(file_private::FilePrivate::new(settings, worker_index)),
-        WorkloadKind::FileShared => Box::new(file_shared::FileShared::new(settings, worker_index)),
+        WorkloadKind::FilePrivate => Box::new(file_chunk::FileChunk::private(settings, worker_index)),
+        WorkloadKind::FileShared => Box::new(file_chunk::FileChunk::shared(settings, worker_index)),
         WorkloadKind::MmapFile => Box::new(mmap_file::MmapFile::new(settings)),
         WorkloadKind::Usemem => Box::new(usemem::Usemem::new(settings)),
         WorkloadKind::Fork => Box::new(fork::Fork::new(settings)),

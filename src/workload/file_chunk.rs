@@ -1,24 +1,39 @@
-//! `file-shared` (will-it-scale page_fault3): a shared mapping of a per-worker file, written
-//! page by page: each write faults the page cache page in and dirties it (page_mkwrite); the
-//! page cache stays charged to the memcg of the worker that created the file.
+//! The two file-backed fault loops, which differ only in the mapping's sharing:
+//! - `file-private` (will-it-scale page_fault2): a private mapping of a per-worker file,
+//!   written page by page: each write is a COW fault that reads the page cache page and
+//!   charges a new anonymous copy to the memcg;
+//! - `file-shared` (will-it-scale page_fault3): a shared mapping, written page by page: each
+//!   write faults the page cache page in and dirties it (page_mkwrite); the page cache stays
+//!   charged to the memcg of the worker that created the file.
 
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{Shape, Unit, Workload, WorkloadSettings, fresh_file, map, touch_pages};
 
-pub struct FileShared {
+pub struct FileChunk {
     path: std::path::PathBuf,
+    /// MAP_PRIVATE or MAP_SHARED.
+    sharing: libc::c_int,
     bytes: usize,
     page_size: usize,
     file: Option<std::fs::File>,
 }
 
-impl FileShared {
-    pub fn new(settings: &WorkloadSettings, worker_index: usize) -> Self {
+impl FileChunk {
+    pub fn private(settings: &WorkloadSettings, worker_index: usize) -> Self {
+        Self::new(settings, worker_index, libc::MAP_PRIVATE, "private")
+    }
+
+    pub fn shared(settings: &WorkloadSettings, worker_index: usize) -> Self {
+        Self::new(settings, worker_index, libc::MAP_SHARED, "shared")
+    }
+
+    fn new(settings: &WorkloadSettings, worker_index: usize, sharing: libc::c_int, prefix: &str) -> Self {
         let dir = settings.files_dir.clone().unwrap_or_default();
-        FileShared {
-            path: dir.join(format!("shared-{worker_index}")),
+        FileChunk {
+            path: dir.join(format!("{prefix}-{worker_index}")),
+            sharing,
             bytes: settings.chunk_bytes as usize,
             page_size: settings.page_size as usize,
             file: None,
@@ -26,7 +41,7 @@ impl FileShared {
     }
 }
 
-impl Workload for FileShared {
+impl Workload for FileChunk {
     fn shape(&self) -> Shape {
         Shape { unit: Unit::Faults, per_iteration: (self.bytes / self.page_size) as u64, exact: true }
     }
@@ -40,7 +55,7 @@ impl Workload for FileShared {
         let fd = self.file.as_ref().expect("prepared").as_raw_fd();
         let mut completed: u64 = 0;
         loop {
-            let chunk = match map(self.bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd) {
+            let chunk = match map(self.bytes, libc::PROT_READ | libc::PROT_WRITE, self.sharing, fd) {
                 Ok(chunk) => chunk,
                 Err(e) => return e,
             };
