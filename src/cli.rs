@@ -50,8 +50,8 @@ pub enum Command {
         /// Runs to compare with it
         #[arg(required = true)]
         new: Vec<String>,
-        #[arg(long, value_enum, default_value_t = crate::compare::Format::Table)]
-        format: crate::compare::Format,
+        #[arg(long, value_enum, default_value_t = crate::export::Format::Table)]
+        format: crate::export::Format,
     },
     /// Draw a run's --csv or --json file as an SVG or PNG chart
     Plot {

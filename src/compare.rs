@@ -2,12 +2,9 @@
 //! JSON files, as kernel developers read them in mmtests and lkp reports: per workload, mode,
 //! task count and placement, the base and new mean rate, the change with a significance mark
 //! (Welch's t at 95%), each side's CV, and the change in the root/child overhead itself.
+//! This file matches and tests; export/ formats the result.
 
-use std::io::Write;
-
-use anyhow::Result;
-
-use crate::results::{RunFile, key};
+use crate::results::RunFile;
 use crate::stats::{self, summarize};
 
 /// One line of a comparison.
@@ -77,101 +74,6 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
         warnings.push(format!("{}: {unmatched} row(s) have no match in {}", new.name, base.name));
     }
     warnings
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Table,
-    Csv,
-    Markdown,
-}
-
-fn mark(change: &Change) -> &'static str {
-    match change.significant {
-        "yes" => "*",
-        "?" => "?",
-        _ => "",
-    }
-}
-
-fn pct(value: Option<f64>) -> String {
-    value.map(|v| format!("{v:.1}%")).unwrap_or_else(|| "-".into())
-}
-
-pub fn write(out: &mut dyn Write, changes: &[Change], format: Format) -> Result<()> {
-    match format {
-        Format::Csv => {
-            let mut writer = csv::Writer::from_writer(out);
-            for change in changes {
-                writer.serialize(change)?;
-            }
-            writer.flush()?;
-        }
-        Format::Markdown => {
-            writeln!(
-                out,
-                "| workload | mode | tasks | placement | base /s | new /s | change | CV base | CV new | overhead base | overhead new | overhead change |"
-            )?;
-            writeln!(out, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
-            for c in changes {
-                writeln!(
-                    out,
-                    "| {} | {} | {} | {} | {:.0} | {:.0} | {:+.2}%{} | {:.1}% | {:.1}% | {} | {} | {} |",
-                    c.workload,
-                    c.mode,
-                    c.tasks,
-                    c.placement,
-                    c.base_mean,
-                    c.new_mean,
-                    c.change_pct,
-                    mark(c),
-                    c.base_cv_pct,
-                    c.new_cv_pct,
-                    pct(c.base_overhead_pct),
-                    pct(c.new_overhead_pct),
-                    c.overhead_change_points.map(|p| format!("{p:+.1} pts")).unwrap_or("-".into())
-                )?;
-            }
-            writeln!(out, "\n`*` significant at 95% (Welch's t); `?` a side has one repetition.")?;
-        }
-        Format::Table => {
-            let width = changes
-                .iter()
-                .map(|c| key(&c.workload, &c.mode, c.tasks, &c.placement).label().len())
-                .max()
-                .unwrap_or(4);
-            writeln!(
-                out,
-                "{:<width$} {:>12} {:>12} {:>10} {:>7} {:>7} {:>9} {:>9} {:>9}",
-                "row", "base/s", "new/s", "change", "CV base", "CV new", "ovh base", "ovh new", "ovh chg"
-            )?;
-            let mut file = "";
-            for c in changes {
-                if c.new_file != file {
-                    file = &c.new_file;
-                    writeln!(out, "[{file}]")?;
-                }
-                writeln!(
-                    out,
-                    "{:<width$} {:>12} {:>12} {:>10} {:>6.1}% {:>6.1}% {:>9} {:>9} {:>9}",
-                    key(&c.workload, &c.mode, c.tasks, &c.placement).label(),
-                    crate::export::table::thousands(c.base_mean),
-                    crate::export::table::thousands(c.new_mean),
-                    format!("{:+.2}%{}", c.change_pct, mark(c)),
-                    c.base_cv_pct,
-                    c.new_cv_pct,
-                    pct(c.base_overhead_pct),
-                    pct(c.new_overhead_pct),
-                    c.overhead_change_points.map(|p| format!("{p:+.1}pt")).unwrap_or("-".into())
-                )?;
-            }
-            writeln!(
-                out,
-                "* significant at 95% (Welch's t); ? a side has one repetition; ovh = root/placement overhead"
-            )?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -246,17 +148,5 @@ mod tests {
         let single = csv_file("c.csv", "6.1", &[("root", 1, 120.0, 1.0)]);
         assert_eq!(compare(&base, &single)[0].significant, "?");
         assert!(differences(&base, &new).is_empty());
-    }
-
-    #[test]
-    fn formats_render() {
-        let base = csv_file("a.csv", "6.1", &[("root", 1, 100.0, 1.0), ("child", 1, 90.0, 0.9)]);
-        let changes = compare(&base, &base);
-        for format in [Format::Table, Format::Csv, Format::Markdown] {
-            let mut out = Vec::new();
-            write(&mut out, &changes, format).unwrap();
-            let text = String::from_utf8(out).unwrap();
-            assert!(text.contains("child"), "{format:?}: {text}");
-        }
     }
 }

@@ -48,10 +48,10 @@ impl RunFile {
     }
 
     fn add(&mut self, key: Key, rate: f64, ratio: Option<f64>) {
-        if let Some(ratio) = ratio.filter(|r| *r > 0.0)
+        if let Some(overhead) = ratio.and_then(crate::stats::overhead)
             && key.placement.0
         {
-            self.overheads.entry(key.clone()).or_default().push(1.0 / ratio);
+            self.overheads.entry(key.clone()).or_default().push(overhead);
         }
         self.rates.entry(key).or_default().push(rate);
     }

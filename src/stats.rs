@@ -44,6 +44,13 @@ pub fn summarize(values: &[f64]) -> Option<Summary> {
     })
 }
 
+/// The overhead of a placement from its rate ratio to the baseline (placement / root): the
+/// placement's cost per fault over the baseline's, root rate / placement rate, as the 2009
+/// post's 109%. None for a ratio that is not a positive number.
+pub fn overhead(ratio_vs_root: f64) -> Option<f64> {
+    (ratio_vs_root > 0.0 && ratio_vs_root.is_finite()).then(|| 1.0 / ratio_vs_root)
+}
+
 /// Two-sided 95% Student t quantile for `df` degrees of freedom.
 pub fn t_quantile_95(df: usize) -> f64 {
     // t(0.975, df) for df = 1..=30, from the standard table.

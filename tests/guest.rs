@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use common::*;
@@ -34,10 +33,6 @@ fn rc(dir: &Path, name: &str) -> i32 {
 
 fn json(dir: &Path, name: &str) -> serde_json::Value {
     serde_json::from_str(&read(dir, name)).unwrap()
-}
-
-fn number(row: &HashMap<String, String>, column: &str) -> f64 {
-    row[column].parse().unwrap_or_else(|_| panic!("{column}: {:?}", row[column]))
 }
 
 /// What both layouts must show: rows at the true root, the child's memcg counter, every

@@ -5,10 +5,6 @@ mod common;
 
 use common::*;
 
-fn number(row: &std::collections::HashMap<String, String>, column: &str) -> f64 {
-    row[column].parse().unwrap_or_else(|_| panic!("{column} = {:?} is not a number", row[column]))
-}
-
 #[test]
 fn root_child_and_nested_rows_with_agreeing_counts() {
     let Some(_serial) = needs_root() else { return };

@@ -5,10 +5,6 @@ mod common;
 
 use common::*;
 
-fn number(row: &std::collections::HashMap<String, String>, column: &str) -> f64 {
-    row[column].parse().unwrap_or_else(|_| panic!("{column} = {:?}", row[column]))
-}
-
 #[test]
 fn every_workload_runs_counts_and_cleans_up_in_both_modes() {
     let Some(_serial) = needs_root() else { return };

@@ -25,6 +25,11 @@ pub fn words(path: &Path) -> Result<Vec<String>> {
     Ok(read(path)?.split_whitespace().map(str::to_string).collect())
 }
 
+/// Whether `word` is one of the words of such a file.
+pub fn lists(path: &Path, word: &str) -> Result<bool> {
+    Ok(words(path)?.iter().any(|w| w == word))
+}
+
 /// Looks up one counter in a `key value` file (memory.stat).
 pub fn stat_value(text: &str, key: &str) -> Option<u64> {
     text.lines().find_map(|line| {

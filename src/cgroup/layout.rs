@@ -170,6 +170,11 @@ impl Hierarchy {
         Some(if relative.is_empty() { self.mount_point.clone() } else { self.mount_point.join(relative) })
     }
 
+    /// Whether `dir` is the hierarchy's true root cgroup (not just the top of a mount).
+    pub fn is_root(&self, dir: &Path) -> bool {
+        dir == self.mount_point && self.mount_root == "/"
+    }
+
     /// The hierarchy-relative name of a directory under this mount (the inverse of fs_path).
     pub fn cgroup_path(&self, fs_path: &Path) -> String {
         let relative = fs_path.strip_prefix(&self.mount_point).unwrap_or(fs_path);

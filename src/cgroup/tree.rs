@@ -11,10 +11,20 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
 
+use super::base::{memory_available, memory_delegated};
 use super::fs as cgfs;
+use super::knobs::{Knob, writes_for};
 use super::{Hierarchy, Version};
-use crate::options::Placement;
-use crate::profile;
+
+/// What one placement needs built: a label for its directory name and notes, where it came
+/// from (for errors), and its knobs per level below the base (`levels.len()` is its depth; no
+/// levels is the base itself).
+#[derive(Debug, Clone, Copy)]
+pub struct LeafSpec<'a> {
+    pub label: &'a str,
+    pub origin: &'a str,
+    pub levels: &'a [Vec<Knob>],
+}
 
 /// The cgroup one placement's workers run in.
 #[derive(Debug, Clone)]
@@ -44,7 +54,6 @@ pub struct Tree {
     /// Set when this run added `memory` to the base's cgroup.subtree_control (v2), so it can
     /// take it away again.
     enabled_memory_in_base: bool,
-    notes: Vec<String>,
     applied: Vec<AppliedKnob>,
     /// The process that built the tree: only it removes it, never a forked copy.
     owner: u32,
@@ -58,15 +67,15 @@ impl Tree {
             run_name,
             created: Vec::new(),
             enabled_memory_in_base: false,
-            notes: Vec::new(),
             applied: Vec::new(),
             owner: std::process::id(),
         }
     }
 
-    /// What the tree did outside its own directories, for the user to read.
-    pub fn take_notes(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.notes)
+    /// The one thing the tree changed outside its own directories, for the user to read: the
+    /// base's cgroup.subtree_control, when this run added memory to it (v2).
+    pub fn changed_outside(&self) -> Option<PathBuf> {
+        self.enabled_memory_in_base.then(|| self.base.join("cgroup.subtree_control"))
     }
 
     pub fn take_applied(&mut self) -> Vec<AppliedKnob> {
@@ -76,16 +85,11 @@ impl Tree {
     /// Creates every placement's cgroups up front, so any cgroup error ends the run before a
     /// worker exists. Every knob is mapped to this version first, so a profile that cannot be
     /// built here fails before anything is created.
-    pub fn build_all(&mut self, placements: &[Placement]) -> Result<Vec<Leaf>> {
+    pub fn build_all(&mut self, placements: &[LeafSpec]) -> Result<Vec<Leaf>> {
         for placement in placements {
             for (index, level) in placement.levels.iter().enumerate() {
-                profile::writes_for(level, self.hierarchy.version).map_err(|e| {
-                    anyhow!(
-                        "--cgroup {}: level {}: {e}",
-                        placement.profile.as_deref().unwrap_or(&placement.name),
-                        index + 1
-                    )
-                })?;
+                writes_for(level, self.hierarchy.version)
+                    .map_err(|e| anyhow!("--cgroup {}: level {}: {e}", placement.origin, index + 1))?;
             }
         }
         if self.hierarchy.version == Version::V2 {
@@ -94,26 +98,24 @@ impl Tree {
         placements.iter().map(|p| self.build(p)).collect()
     }
 
-    fn check_v2_base(&mut self, placements: &[Placement]) -> Result<()> {
-        let controllers = cgfs::words(&self.base.join("cgroup.controllers"))?;
-        if !controllers.iter().any(|c| c == "memory") {
+    fn check_v2_base(&mut self, placements: &[LeafSpec]) -> Result<()> {
+        if !memory_available(&self.base)? {
             bail!(
                 "--base {}: the memory controller is not enabled here (its parent's cgroup.subtree_control lacks memory); enable it there or pick another base",
                 self.base.display()
             );
         }
-        if !placements.iter().any(|p| p.depth > 0) {
+        if placements.iter().all(|p| p.levels.is_empty()) {
             return Ok(());
         }
-        let is_hierarchy_root = self.base == self.hierarchy.mount_point && self.hierarchy.mount_root == "/";
-        if placements.iter().any(|p| p.is_root()) && !is_hierarchy_root {
+        if placements.iter().any(|p| p.levels.is_empty()) && !self.hierarchy.is_root(&self.base) {
             bail!(
                 "--base {}: on cgroup v2 a non-root cgroup cannot hold the baseline's workers while its children use memory (no-internal-processes rule); use --base root, or --no-baseline to compare placements only",
                 self.base.display()
             );
         }
         let subtree_control = self.base.join("cgroup.subtree_control");
-        if cgfs::words(&subtree_control)?.iter().any(|c| c == "memory") {
+        if memory_delegated(&self.base)? {
             return Ok(());
         }
         if let Err(e) = cgfs::write(&subtree_control, "+memory") {
@@ -127,30 +129,26 @@ impl Tree {
             return Err(e);
         }
         self.enabled_memory_in_base = true;
-        if !cgfs::words(&subtree_control)?.iter().any(|c| c == "memory") {
+        if !memory_delegated(&self.base)? {
             bail!("{}: wrote +memory but it does not read back", subtree_control.display());
         }
-        self.notes.push(format!(
-            "enabled memory in {} for this run; it is disabled again at exit",
-            subtree_control.display()
-        ));
         Ok(())
     }
 
-    fn build(&mut self, placement: &Placement) -> Result<Leaf> {
-        if placement.is_root() {
+    fn build(&mut self, placement: &LeafSpec) -> Result<Leaf> {
+        if placement.levels.is_empty() {
             return Ok(Leaf { fs_path: self.base.clone(), cgroup_path: self.hierarchy.cgroup_path(&self.base) });
         }
-        let label: String = placement.name.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+        let label: String = placement.label.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
         let mut dir = self.base.join(format!("{}-{label}", self.run_name));
-        for level in 1..=placement.depth {
+        let depth = placement.levels.len();
+        for (index, knobs) in placement.levels.iter().enumerate() {
+            let level = index + 1;
             if level > 1 {
                 dir = dir.join(format!("level{level}"));
             }
             std::fs::create_dir(&dir).map_err(|e| anyhow!("creating cgroup {}: {e}", dir.display()))?;
             self.created.push(dir.clone());
-            let is_leaf = level == placement.depth;
-            let knobs = placement.levels.get(level as usize - 1).map(Vec::as_slice).unwrap_or(&[]);
             match self.hierarchy.version {
                 Version::V1 => {
                     if !dir.join("memory.stat").is_file() {
@@ -158,19 +156,19 @@ impl Tree {
                     }
                 }
                 Version::V2 => {
-                    if !cgfs::words(&dir.join("cgroup.controllers"))?.iter().any(|c| c == "memory") {
+                    if !memory_available(&dir)? {
                         bail!("{}: created, but memory is not among its cgroup.controllers", dir.display());
                     }
-                    if !is_leaf {
+                    if level < depth {
                         let control = dir.join("cgroup.subtree_control");
                         cgfs::write(&control, "+memory")?;
-                        if !cgfs::words(&control)?.iter().any(|c| c == "memory") {
+                        if !memory_delegated(&dir)? {
                             bail!("{}: wrote +memory but it does not read back", control.display());
                         }
                     }
                 }
             }
-            for write in profile::writes_for(knobs, self.hierarchy.version)? {
+            for write in writes_for(knobs, self.hierarchy.version)? {
                 let file = dir.join(&write.file);
                 if !file.is_file() {
                     bail!(
@@ -182,7 +180,7 @@ impl Tree {
                 cgfs::write(&file, &write.value)?;
                 let read_back = cgfs::read(&file)?.trim().to_string();
                 self.applied.push(AppliedKnob {
-                    placement: placement.name.clone(),
+                    placement: placement.label.to_string(),
                     cgroup_path: self.hierarchy.cgroup_path(&dir),
                     knob: write.knob,
                     file: write.file,

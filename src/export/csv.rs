@@ -5,7 +5,7 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use crate::benchmark::{Measurement, Report};
+use crate::report::{Measurement, Report};
 
 #[derive(Debug, serde::Serialize)]
 pub struct Row<'a> {
@@ -51,7 +51,8 @@ fn round6(value: f64) -> f64 {
     (value * 1e6).round() / 1e6
 }
 
-pub fn rows<'a>(report: &'a Report, workload: &'a str, mode: &'a str, per_cpu: bool) -> Vec<Row<'a>> {
+pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row<'_>> {
+    let (workload, mode) = (report.plan.workload.name(), report.plan.mode.name());
     let mut rows = Vec::new();
     for m in &report.measurements {
         rows.push(summary_row(report, m, workload, mode));
@@ -77,7 +78,7 @@ pub fn rows<'a>(report: &'a Report, workload: &'a str, mode: &'a str, per_cpu: b
     rows
 }
 
-fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'a str, mode: &'a str) -> Row<'a> {
+fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'static str, mode: &'static str) -> Row<'a> {
     let env = &report.env;
     let tasks = m.run.workers.len();
     Row {
@@ -127,7 +128,8 @@ pub struct SampleRow<'a> {
     pub interval_faults_per_sec: f64,
 }
 
-pub fn sample_rows<'a>(report: &'a Report, faults_per_iteration: u64) -> Vec<SampleRow<'a>> {
+pub fn sample_rows(report: &Report) -> Vec<SampleRow<'_>> {
+    let faults_per_iteration = crate::workload::shape(&report.plan.workload_settings(None)).per_iteration;
     let mut rows = Vec::new();
     for m in &report.measurements {
         for (worker_index, worker) in m.run.workers.iter().enumerate() {
@@ -163,12 +165,12 @@ pub fn write<T: serde::Serialize>(out: &mut dyn Write, rows: &[T]) -> Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::benchmark::tests::synthetic_report;
+    use crate::report::fixture::synthetic_report;
 
     /// The report written as CSV and read back: headers and records.
     fn written(report: &Report, per_cpu: bool) -> (Vec<String>, Vec<Vec<String>>) {
         let mut out = Vec::new();
-        write(&mut out, &rows(report, "anon", "process", per_cpu)).unwrap();
+        write(&mut out, &rows(report, per_cpu)).unwrap();
         let mut reader = ::csv::Reader::from_reader(out.as_slice());
         let headers = reader.headers().unwrap().iter().map(str::to_string).collect();
         let records = reader.records().map(|r| r.unwrap().iter().map(str::to_string).collect()).collect();

@@ -6,10 +6,10 @@ use std::io::Write;
 use anyhow::Result;
 use serde_json::json;
 
-use crate::benchmark::Report;
-use crate::options::RunOptions;
+use crate::report::Report;
 
-pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Result<()> {
+pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
+    let plan = &report.plan;
     let measurements: Vec<_> = report
         .measurements
         .iter()
@@ -34,26 +34,26 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
     let document = json!({
         "environment": report.env,
         "settings": {
-            "placements": options.placements.iter().map(|p| &p.name).collect::<Vec<_>>(),
-            "duration_s": options.duration.as_secs_f64(),
-            "warmup_s": options.warmup.as_secs_f64(),
-            "interval_s": options.interval.as_secs_f64(),
-            "repeat": options.repeat,
-            "cpus": options.cpus,
-            "workload": options.workload.name(),
-            "mode": options.mode.name(),
-            "tasks": options.task_counts,
-            "chunk_bytes": options.chunk_bytes,
-            "size_bytes": options.size_bytes,
-            "thp": options.thp,
-            "page_size": options.page_size,
-            "kernel_count": options.kernel_count.name(),
+            "placements": plan.placements.iter().map(|p| &p.name).collect::<Vec<_>>(),
+            "duration_s": plan.duration.as_secs_f64(),
+            "warmup_s": plan.warmup.as_secs_f64(),
+            "interval_s": plan.interval.as_secs_f64(),
+            "repeat": plan.repeat,
+            "cpus": plan.cpus,
+            "workload": plan.workload.name(),
+            "mode": plan.mode.name(),
+            "tasks": plan.task_counts,
+            "chunk_bytes": plan.chunk_bytes,
+            "size_bytes": plan.size_bytes,
+            "thp": plan.thp,
+            "page_size": plan.page_size,
+            "kernel_count": plan.kernel_count.name(),
         },
         "knobs": report.knobs,
         "files": report.files,
         "unit": report.unit,
         "measurements": measurements,
-        "summaries": report.summaries(&options.placements),
+        "summaries": report.summaries(),
         "failures": failures,
         "warnings": report.warnings,
         "complete": report.interrupted.is_none(),

@@ -2,6 +2,7 @@
 
 pub mod csv;
 pub mod json;
+pub mod markdown;
 pub mod plot;
 pub mod table;
 
@@ -11,7 +12,50 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::options::OutputPath;
+use crate::compare::Change;
+
+/// Where an output goes, as the command line named it.
+#[derive(Debug, Clone)]
+pub enum OutputPath {
+    Stdout,
+    File(PathBuf),
+}
+
+impl OutputPath {
+    /// `-` is stdout.
+    pub fn parse(text: &str) -> Self {
+        if text == "-" { OutputPath::Stdout } else { OutputPath::File(PathBuf::from(text)) }
+    }
+}
+
+/// How `compare` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Csv,
+    Markdown,
+}
+
+pub fn comparison(out: &mut dyn Write, changes: &[Change], format: Format) -> Result<()> {
+    match format {
+        Format::Table => table::comparison(out, changes),
+        Format::Csv => csv::write(out, changes),
+        Format::Markdown => markdown::comparison(out, changes),
+    }
+}
+
+/// `*` where the change is significant, `?` where a side has one repetition.
+fn mark(change: &Change) -> &'static str {
+    match change.significant {
+        "yes" => "*",
+        "?" => "?",
+        _ => "",
+    }
+}
+
+fn pct(value: Option<f64>) -> String {
+    value.map(|v| format!("{v:.1}%")).unwrap_or_else(|| "-".into())
+}
 
 /// A file written under a temporary name beside its destination and renamed into place only
 /// when complete; dropped uncommitted, it is removed. Created before any worker starts, so an
@@ -86,6 +130,41 @@ impl Sink {
                 write(pending.writer())?;
                 pending.commit()
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comparison_formats_render() {
+        let change = Change {
+            workload: "anon".into(),
+            mode: "process".into(),
+            tasks: 2,
+            placement: "child".into(),
+            new_file: "b.csv".into(),
+            base_mean: 100_000.0,
+            new_mean: 90_000.0,
+            change_pct: -10.0,
+            significant: "yes",
+            base_cv_pct: 1.0,
+            new_cv_pct: 2.0,
+            base_overhead_pct: Some(105.0),
+            new_overhead_pct: Some(110.0),
+            overhead_change_points: Some(5.0),
+        };
+        for (format, expected) in [
+            (Format::Table, "-10.00%*"),
+            (Format::Csv, "anon,process,2,child,b.csv,100000.0,90000.0,-10.0,yes"),
+            (Format::Markdown, "| -10.00%* |"),
+        ] {
+            let mut out = Vec::new();
+            comparison(&mut out, std::slice::from_ref(&change), format).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(text.contains(expected), "{format:?}: {text}");
         }
     }
 }

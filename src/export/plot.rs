@@ -15,6 +15,7 @@ use plotters::prelude::*;
 
 use crate::results::RunFile;
 use crate::stats::summarize;
+use crate::text::thousands;
 
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 
@@ -181,7 +182,7 @@ where
         // Depths and task counts are whole numbers: label those, leave the in-between ticks bare.
         .x_label_formatter(&|x| if x.fract().abs() < 1e-9 && *x >= 0.0 { format!("{x:.0}") } else { String::new() })
         .y_desc(if per_task { "faults/s per task" } else { "faults/s" })
-        .y_label_formatter(&|y| crate::export::table::thousands(*y))
+        .y_label_formatter(&|y| thousands(*y))
         .label_style(("sans-serif", 14))
         .draw()?;
     for (index, (name, points)) in data.iter().enumerate() {
@@ -244,7 +245,7 @@ where
         })
         .x_desc(format!("placement ({tasks} tasks)"))
         .y_desc("faults/s per task")
-        .y_label_formatter(&|y| crate::export::table::thousands(*y))
+        .y_label_formatter(&|y| thousands(*y))
         .label_style(("sans-serif", 14))
         .draw()?;
     let root = bars.iter().find(|(n, _, _)| n == "root").map(|(_, m, _)| *m);

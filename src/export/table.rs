@@ -4,43 +4,31 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use crate::benchmark::Report;
+use super::{mark, pct};
+use crate::compare::Change;
 use crate::measure::perf::PerfReading;
-use crate::options::{Placement, RunOptions};
+use crate::plan::Placement;
+use crate::report::{Measurement, PlacementSummary, Report};
+use crate::results::key;
+use crate::run::Mode;
 use crate::stats::summarize;
+use crate::text::{seconds, thousands};
 
-/// 1234567.8 -> "1,234,568"
-pub fn thousands(value: f64) -> String {
-    let digits = format!("{:.0}", value.abs());
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if value < 0.0 && digits != "0" { format!("-{out}") } else { out }
-}
-
-fn seconds(duration: std::time::Duration) -> String {
-    let s = duration.as_secs_f64();
-    if s.fract() == 0.0 { format!("{s:.0} s") } else { format!("{s} s") }
-}
-
-pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Result<()> {
-    let repeat = options.repeat;
+pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
+    let plan = &report.plan;
+    let repeat = plan.repeat;
     let env = &report.env;
-    let sweep = options.task_counts.len() > 1;
+    let sweep = plan.task_counts.len() > 1;
     let workers = if sweep {
-        format!("{} tasks", options.task_counts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join("/"))
+        format!("{} tasks", plan.task_counts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join("/"))
     } else {
-        format!("{} workers", options.task_counts[0])
+        format!("{} workers", plan.task_counts[0])
     };
     writeln!(
         out,
         "faultscale: {}, {workers}{} on CPUs {}, cgroup {} (memory, {} layout), {} x {}{}",
-        options.workload.name(),
-        if options.mode == crate::run::Mode::Thread { " (threads of one process)" } else { "" },
+        plan.workload.name(),
+        if plan.mode == Mode::Thread { " (threads of one process)" } else { "" },
         env.cpus,
         env.cgroup_version,
         match env.layout {
@@ -48,7 +36,7 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
             crate::cgroup::Layout::V1 => "v1",
             crate::cgroup::Layout::Hybrid => "hybrid",
         },
-        seconds(options.duration),
+        seconds(plan.duration),
         repeat,
         if repeat > 1 { ", interleaved" } else { "" }
     )?;
@@ -98,7 +86,7 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
         "+-",
         "vs root"
     )?;
-    let summaries = report.summaries(&options.placements);
+    let summaries = report.summaries();
     for failure in &report.failures {
         writeln!(
             out,
@@ -158,7 +146,7 @@ pub fn write(out: &mut dyn Write, report: &Report, options: &RunOptions) -> Resu
 
 /// The sweep as the 2011 i_mmap thread reported it: rate, per task, against linear scaling,
 /// and the CPU time split that shows contention (sys time climbing).
-fn scaling(out: &mut dyn Write, summaries: &[crate::benchmark::PlacementSummary]) -> Result<()> {
+fn scaling(out: &mut dyn Write, summaries: &[PlacementSummary]) -> Result<()> {
     writeln!(out, "\nscaling (vs linear = rate / (smallest count's rate x tasks / that count)):")?;
     writeln!(
         out,
@@ -188,7 +176,7 @@ fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement, 
     let Some(first) = runs.first() else { return Ok(()) };
     // One perf stat line: its name and how to read it from a worker's counters.
     type Line = (&'static str, fn(&PerfReading) -> Option<u64>);
-    let sum = |m: &crate::benchmark::Measurement, get: fn(&PerfReading) -> Option<u64>| -> Option<f64> {
+    let sum = |m: &Measurement, get: fn(&PerfReading) -> Option<u64>| -> Option<f64> {
         m.run.workers.iter().map(|w| get(w.perf.as_ref().expect("filtered")).map(|v| v as f64)).sum()
     };
     writeln!(
@@ -224,17 +212,35 @@ fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement, 
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(606_968.4), "606,968");
-        assert_eq!(thousands(999.0), "999");
-        assert_eq!(thousands(1000.0), "1,000");
-        assert_eq!(thousands(0.0), "0");
-        assert_eq!(thousands(-1234.0), "-1,234");
-        assert_eq!(thousands(36_418_112.0), "36,418,112");
+/// `compare` as a terminal table, grouped by the new file.
+pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
+    let width =
+        changes.iter().map(|c| key(&c.workload, &c.mode, c.tasks, &c.placement).label().len()).max().unwrap_or(4);
+    writeln!(
+        out,
+        "{:<width$} {:>12} {:>12} {:>10} {:>7} {:>7} {:>9} {:>9} {:>9}",
+        "row", "base/s", "new/s", "change", "CV base", "CV new", "ovh base", "ovh new", "ovh chg"
+    )?;
+    let mut file = "";
+    for c in changes {
+        if c.new_file != file {
+            file = &c.new_file;
+            writeln!(out, "[{file}]")?;
+        }
+        writeln!(
+            out,
+            "{:<width$} {:>12} {:>12} {:>10} {:>6.1}% {:>6.1}% {:>9} {:>9} {:>9}",
+            key(&c.workload, &c.mode, c.tasks, &c.placement).label(),
+            thousands(c.base_mean),
+            thousands(c.new_mean),
+            format!("{:+.2}%{}", c.change_pct, mark(c)),
+            c.base_cv_pct,
+            c.new_cv_pct,
+            pct(c.base_overhead_pct),
+            pct(c.new_overhead_pct),
+            c.overhead_change_points.map(|p| format!("{p:+.1}pt")).unwrap_or("-".into())
+        )?;
     }
+    writeln!(out, "* significant at 95% (Welch's t); ? a side has one repetition; ovh = root/placement overhead")?;
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! What is counted during a run: the monotonic clock, perf software counters per worker,
-//! memcg counters per cgroup, and rusage at reaping.
+//! memcg counters per cgroup, and the kernel's per-task counters in /proc.
 
 pub mod clock;
 pub mod memcg;
 pub mod perf;
+pub mod procfs;

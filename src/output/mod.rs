@@ -1,4 +1,6 @@
-//! What goes to the terminal while a run is going.
+//! The terminal: the progress line during a run, and what `env`, `profiles` and `cleanup` print.
 
+pub mod cleanup;
 pub mod env;
+pub mod profiles;
 pub mod progress;

@@ -5,15 +5,10 @@
 
 use std::io::{IsTerminal, Write};
 
-/// Where the run stands at a sample.
-pub struct Tick {
-    pub elapsed_s: f64,
-    pub duration_s: f64,
-    /// The rate over the interval that just ended.
-    pub rate: f64,
-}
+use crate::run::{Progress, Tick};
+use crate::text::thousands;
 
-pub struct Progress {
+pub struct TerminalProgress {
     enabled: bool,
     /// What is being measured, e.g. "child rep 2/5".
     context: String,
@@ -23,9 +18,9 @@ pub struct Progress {
     drawn: bool,
 }
 
-impl Progress {
+impl TerminalProgress {
     pub fn new(quiet: bool, unit: &'static str) -> Self {
-        Progress {
+        TerminalProgress {
             enabled: !quiet && std::io::stderr().is_terminal(),
             context: String::new(),
             after_s: 0.0,
@@ -33,14 +28,15 @@ impl Progress {
             drawn: false,
         }
     }
+}
 
-    /// Starts a measurement; `after_s` is what the run still has to do once it ends.
-    pub fn start(&mut self, context: String, after_s: f64) {
+impl Progress for TerminalProgress {
+    fn start(&mut self, context: String, after_s: f64) {
         self.context = context;
         self.after_s = after_s;
     }
 
-    pub fn tick(&mut self, tick: &Tick) {
+    fn tick(&mut self, tick: &Tick) {
         if !self.enabled {
             return;
         }
@@ -53,7 +49,7 @@ impl Progress {
     }
 
     /// Removes the line, so warnings and the table start on a clean line.
-    pub fn clear(&mut self) {
+    fn clear(&mut self) {
         if self.drawn {
             let _ = write!(std::io::stderr().lock(), "\r\x1b[K");
             self.drawn = false;
@@ -61,7 +57,7 @@ impl Progress {
     }
 }
 
-impl Drop for Progress {
+impl Drop for TerminalProgress {
     fn drop(&mut self) {
         self.clear();
     }
@@ -73,7 +69,7 @@ pub fn render(context: &str, tick: &Tick, after_s: f64, unit: &str) -> String {
         "faultscale: {context}: {:.1}/{:.1} s, {} {unit}/s, {left:.0} s left",
         tick.elapsed_s,
         tick.duration_s,
-        crate::export::table::thousands(tick.rate)
+        thousands(tick.rate)
     )
 }
 
@@ -93,8 +89,8 @@ mod tests {
     #[test]
     fn off_when_stderr_is_not_a_terminal() {
         // Test runners capture stderr: the line must not appear there.
-        let progress = Progress::new(false, "faults");
+        let progress = TerminalProgress::new(false, "faults");
         assert!(!progress.enabled || std::io::stderr().is_terminal());
-        assert!(!Progress::new(true, "faults").enabled);
+        assert!(!TerminalProgress::new(true, "faults").enabled);
     }
 }

@@ -8,7 +8,6 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Condvar, Mutex};
 
-use nix::sched::{CpuSet, sched_getcpu, sched_setaffinity};
 use nix::sys::signal::SigSet;
 use nix::unistd::{Pid, getppid, setpgid};
 
@@ -142,18 +141,8 @@ fn worker(plan: &WorkerPlan, slot_index: usize, cpu: usize, gate: &StartGate) ->
     let slot: &Slot = plan.slots.get(slot_index);
     // SAFETY: gettid has no preconditions.
     slot.tid.store(unsafe { libc::gettid() }, Ordering::Relaxed);
-    let mut cpus = CpuSet::new();
-    if let Err(e) = cpus.set(cpu) {
-        return format!("CPU {cpu}: {e}");
-    }
-    // pid 0: the calling thread only, so each thread pins itself.
-    if let Err(e) = sched_setaffinity(Pid::from_raw(0), &cpus) {
-        return format!("pinning to CPU {cpu}: {e}");
-    }
-    match sched_getcpu() {
-        Ok(running) if running == cpu => {}
-        Ok(running) => return format!("pinned to CPU {cpu} but running on CPU {running}"),
-        Err(e) => return format!("sched_getcpu: {e}"),
+    if let Err(reason) = super::cpus::pin_current(cpu) {
+        return reason;
     }
     let mut workload = workload::create(plan.settings, slot_index);
     if let Err(e) = workload.prepare() {

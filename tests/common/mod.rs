@@ -170,3 +170,8 @@ pub fn read_csv(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
         })
         .collect()
 }
+
+/// A numeric cell of a CSV record, or a panic naming the column and what it held.
+pub fn number(row: &std::collections::HashMap<String, String>, column: &str) -> f64 {
+    row[column].parse().unwrap_or_else(|_| panic!("{column} = {:?} is not a number", row[column]))
+}

@@ -1,5 +1,5 @@
 //! cgroup-profiles/*.toml: a memcg setup as a file (levels from the base down, each with
-//! knobs), and the mapping of its v2 knob names to v1 files.
+//! knobs). What a knob becomes on each cgroup version is cgroup knowledge: cgroup/knobs.rs.
 //!
 //! Profile format:
 //!
@@ -17,35 +17,21 @@ use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
 
-use crate::cgroup::Version;
-use crate::options::{MAX_DEPTH, parse_size};
+use super::MAX_DEPTH;
+use crate::cgroup::knobs::Knob;
+use crate::text::parse_size;
 
 /// The profiles that ship with faultscale, embedded so the binary works from anywhere.
 pub const SHIPPED: &[(&str, &str)] = &[
-    ("root", include_str!("../cgroup-profiles/root.toml")),
-    ("child", include_str!("../cgroup-profiles/child.toml")),
-    ("nested-2", include_str!("../cgroup-profiles/nested-2.toml")),
-    ("nested-4", include_str!("../cgroup-profiles/nested-4.toml")),
-    ("nested-8", include_str!("../cgroup-profiles/nested-8.toml")),
-    ("limited", include_str!("../cgroup-profiles/limited.toml")),
-    ("high", include_str!("../cgroup-profiles/high.toml")),
-    ("protected", include_str!("../cgroup-profiles/protected.toml")),
+    ("root", include_str!("../../cgroup-profiles/root.toml")),
+    ("child", include_str!("../../cgroup-profiles/child.toml")),
+    ("nested-2", include_str!("../../cgroup-profiles/nested-2.toml")),
+    ("nested-4", include_str!("../../cgroup-profiles/nested-4.toml")),
+    ("nested-8", include_str!("../../cgroup-profiles/nested-8.toml")),
+    ("limited", include_str!("../../cgroup-profiles/limited.toml")),
+    ("high", include_str!("../../cgroup-profiles/high.toml")),
+    ("protected", include_str!("../../cgroup-profiles/protected.toml")),
 ];
-
-/// A knob as written in a profile, with its value checked.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Knob {
-    /// The v2 name, e.g. memory.max.
-    pub name: String,
-    /// Bytes, or None for "max"; for memory.oom.group, 0 or 1.
-    pub value: Option<u64>,
-}
-
-impl Knob {
-    pub fn value_text(&self) -> String {
-        self.value.map(|v| v.to_string()).unwrap_or_else(|| "max".into())
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Profile {
@@ -156,51 +142,6 @@ pub fn load(spec: &str) -> Result<Profile> {
     )
 }
 
-/// One file write a knob turns into on a hierarchy version.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct KnobWrite {
-    pub knob: String,
-    pub file: String,
-    pub value: String,
-}
-
-/// Maps one level's knobs to the files to write on `version`, in a safe order (v1 needs the
-/// memory limit before the memory+swap limit).
-pub fn writes_for(level: &[Knob], version: Version) -> Result<Vec<KnobWrite>> {
-    let mut writes = Vec::new();
-    for knob in level {
-        let (file, value) = match version {
-            Version::V2 => (knob.name.clone(), knob.value_text()),
-            Version::V1 => {
-                let v1_value = || knob.value.map(|v| v.to_string()).unwrap_or_else(|| "-1".into());
-                match knob.name.as_str() {
-                    "memory.max" => ("memory.limit_in_bytes".into(), v1_value()),
-                    "memory.low" => ("memory.soft_limit_in_bytes".into(), v1_value()),
-                    "memory.swap.max" => {
-                        // v1 limits memory+swap together: memsw = memory limit + swap allowance.
-                        let limit = level.iter().find(|k| k.name == "memory.max").and_then(|k| k.value);
-                        match (limit, knob.value) {
-                            (_, None) => ("memory.memsw.limit_in_bytes".into(), "-1".into()),
-                            (Some(limit), Some(swap)) => {
-                                ("memory.memsw.limit_in_bytes".into(), (limit + swap).to_string())
-                            }
-                            (None, Some(_)) => bail!(
-                                "memory.swap.max on cgroup v1 becomes memory.memsw.limit_in_bytes (memory + swap), which needs memory.max on the same level"
-                            ),
-                        }
-                    }
-                    other => bail!(
-                        "{other} has no cgroup v1 equivalent; run this profile on a cgroup v2 host (--cgroup-version v2)"
-                    ),
-                }
-            }
-        };
-        writes.push(KnobWrite { knob: knob.name.clone(), file, value });
-    }
-    writes.sort_by_key(|w| w.file == "memory.memsw.limit_in_bytes");
-    Ok(writes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,31 +202,6 @@ mod tests {
     #[test]
     fn duplicate_knobs_are_rejected_by_toml() {
         assert!(parse("t", "name = \"t\"\n[[level]]\n\"memory.max\" = 1\n\"memory.max\" = 2\n").is_err());
-    }
-
-    #[test]
-    fn v1_mapping() {
-        let level = vec![
-            Knob { name: "memory.swap.max".into(), value: Some(1 << 20) },
-            Knob { name: "memory.max".into(), value: Some(1 << 30) },
-            Knob { name: "memory.low".into(), value: None },
-        ];
-        let writes = writes_for(&level, Version::V1).unwrap();
-        let files: Vec<(&str, &str)> = writes.iter().map(|w| (w.file.as_str(), w.value.as_str())).collect();
-        assert_eq!(
-            files,
-            [
-                ("memory.limit_in_bytes", "1073741824"),
-                ("memory.soft_limit_in_bytes", "-1"),
-                ("memory.memsw.limit_in_bytes", "1074790400"),
-            ]
-        );
-        for no_v1 in ["memory.high", "memory.min", "memory.oom.group"] {
-            let err = writes_for(&[Knob { name: no_v1.into(), value: Some(1) }], Version::V1).unwrap_err();
-            assert!(err.to_string().contains("no cgroup v1 equivalent"), "{no_v1}");
-        }
-        let v2 = writes_for(&level, Version::V2).unwrap();
-        assert!(v2.iter().any(|w| w.file == "memory.low" && w.value == "max"));
     }
 
     #[test]

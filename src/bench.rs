@@ -1,0 +1,241 @@
+//! A run: build the cgroups, measure every placement in every repetition (interleaved), and
+//! collect the report the exporters print. Cleanup is owned by `Tree` and the run's worker
+//! guard, so it happens on every exit path out of here.
+
+use std::collections::HashMap;
+
+use anyhow::Result;
+
+use crate::cgroup::tree::LeafSpec;
+use crate::cgroup::{self, Leaf, Tree};
+use crate::measure::memcg;
+use crate::measure::procfs::other_faultscale_runs;
+use crate::plan::{Plan, cpus_for_tasks, order};
+use crate::report::{Environment, Failure, Measurement, Report, Warning};
+use crate::run::files::RunFiles;
+use crate::run::{self, Interrupted, Progress, RunSpec, WorkerDied};
+use crate::workload;
+
+pub fn run(plan: &Plan, allowed_cpus: &[usize], progress: &mut dyn Progress) -> Result<Report> {
+    let detected = cgroup::detect()?;
+    let hierarchy = detected.memory_hierarchy(plan.version)?;
+    let base = cgroup::resolve_base(&hierarchy, &plan.base)?;
+    let env = Environment::capture(&detected, &hierarchy, &base, &plan.cpus, allowed_cpus);
+    let mut tree = Tree::new(hierarchy.clone(), base, env.cgroup_run_name.clone());
+    let specs: Vec<LeafSpec> = plan
+        .placements
+        .iter()
+        .map(|p| LeafSpec { label: &p.name, origin: p.profile.as_deref().unwrap_or(&p.name), levels: &p.levels })
+        .collect();
+    let leaves = tree.build_all(&specs)?;
+    let mut warnings: Vec<Warning> =
+        tree.changed_outside().map(|control| Warning::MemoryEnabled { control }).into_iter().collect();
+    warnings.extend(other_faultscale_runs().into_iter().map(|pid| Warning::OtherRun { pid }));
+    let knobs = tree.take_applied();
+
+    let files = plan
+        .workload
+        .needs_files()
+        .then(|| RunFiles::create(&plan.tmpdir, &env.cgroup_run_name, plan.workload, plan.page_size))
+        .transpose()?;
+    let files_note = files.as_ref().map(|f| format!("{} ({})", f.path().display(), f.filesystem()));
+    let mut spec = RunSpec {
+        mode: plan.mode,
+        cpus: plan.cpus.clone(),
+        settings: plan.workload_settings(files.as_ref().map(|f| f.path().to_path_buf())),
+        duration: plan.duration,
+        warmup: plan.warmup,
+        interval: plan.interval,
+        kernel_count: plan.kernel_count,
+    };
+    let mut measurements = Vec::new();
+    let mut failures = Vec::new();
+    let mut interrupted = None;
+    let mut sequence = 0;
+    let mut oom = OomCounts::new(&leaves);
+    if let Some(&most) = plan.task_counts.iter().max()
+        && most > plan.cpus.len()
+    {
+        warnings.push(Warning::RoundRobin { tasks: most, cpus: plan.cpus.len() });
+    }
+    let total_measurements = plan.repeat as usize * plan.task_counts.len() * plan.placements.len();
+    'repetitions: for repetition in 1..=plan.repeat {
+        for &tasks in &plan.task_counts {
+            spec.cpus = cpus_for_tasks(&plan.cpus, tasks);
+            for index in order(plan.placements.len(), repetition) {
+                let placement = &plan.placements[index];
+                let mut warn = |notice| {
+                    let warning = Warning::Measurement(notice);
+                    if !warnings.contains(&warning) {
+                        warnings.push(warning);
+                    }
+                };
+                let measurements_left = total_measurements - sequence - 1;
+                progress.start(
+                    format!("{} rep {repetition}/{}, {tasks} tasks", placement.name, plan.repeat),
+                    measurements_left as f64 * (plan.warmup + plan.duration).as_secs_f64(),
+                );
+                match run::measure(&spec, &leaves[index], &hierarchy, &mut warn, progress) {
+                    Ok(placement_run) => measurements.push(Measurement {
+                        placement: placement.clone(),
+                        leaf: leaves[index].clone(),
+                        tasks,
+                        repetition,
+                        sequence,
+                        run: placement_run,
+                    }),
+                    Err(e) => {
+                        if let Some(Interrupted(signal)) = e.downcast_ref::<Interrupted>() {
+                            interrupted = Some((*signal, repetition));
+                            break 'repetitions;
+                        }
+                        match e.downcast::<WorkerDied>() {
+                            Ok(died) => failures.push(Failure {
+                                placement: placement.clone(),
+                                tasks,
+                                repetition,
+                                reason: oom.explain(index, died),
+                            }),
+                            Err(e) => return Err(e.context(format!("measuring {}", placement.name))),
+                        }
+                    }
+                }
+                sequence += 1;
+            }
+        }
+    }
+    progress.clear();
+    // A stop signal ends the run with its completed repetitions only.
+    if let Some((_, repetition)) = interrupted {
+        keep_completed(&mut measurements, repetition);
+    }
+    let interrupted = interrupted.map(|(signal, _)| signal);
+    tree.remove()?;
+    let shape = workload::shape(&spec.settings);
+    if shape.exact {
+        warnings.extend(measurements.iter().filter_map(|m| counts_disagree(m, shape.per_iteration)));
+    }
+    drop(files);
+    let mut report = Report {
+        plan: plan.clone(),
+        env,
+        knobs,
+        files: files_note,
+        unit: shape.unit,
+        measurements,
+        failures,
+        warnings,
+        interrupted,
+    };
+    let reliability = reliability_warnings(&report);
+    report.warnings.extend(reliability);
+    Ok(report)
+}
+
+/// Each leaf's memcg oom_kill counter as last seen, so a worker's death can be blamed on the
+/// OOM killer from the memcg's own count, not a guess.
+struct OomCounts<'a> {
+    leaves: &'a [Leaf],
+    seen: HashMap<usize, u64>,
+}
+
+impl<'a> OomCounts<'a> {
+    fn new(leaves: &'a [Leaf]) -> Self {
+        let seen =
+            leaves.iter().enumerate().map(|(i, leaf)| (i, memcg::oom_kills(&leaf.fs_path).unwrap_or(0))).collect();
+        OomCounts { leaves, seen }
+    }
+
+    fn explain(&mut self, index: usize, died: WorkerDied) -> String {
+        let leaf = &self.leaves[index];
+        let kills = memcg::oom_kills(&leaf.fs_path).unwrap_or(0);
+        let seen = self.seen.entry(index).or_insert(0);
+        let reason = if kills > *seen {
+            format!("{}; the OOM killer ran in {} (oom_kill {kills})", died.0, leaf.cgroup_path)
+        } else {
+            died.0
+        };
+        *seen = kills;
+        reason
+    }
+}
+
+/// SIGSTOP freezes each worker mid-iteration: the kernel has counted up to one iteration's
+/// faults per worker that the loop counter has not. That much difference is the protocol,
+/// not a disagreement; anything beyond it and 1% is.
+fn counts_disagree(m: &Measurement, per_iteration: u64) -> Option<Warning> {
+    let loop_faults = m.run.loop_faults();
+    let kernel_faults = m.run.kernel_faults();
+    let in_flight = (m.run.workers.len() as u64 * per_iteration) as f64;
+    (kernel_faults > 0 && loop_faults.abs_diff(kernel_faults) as f64 > 0.01 * kernel_faults as f64 + in_flight).then(
+        || Warning::CountsDisagree {
+            placement: m.placement.name.clone(),
+            repetition: m.repetition,
+            loop_faults,
+            kernel_faults,
+        },
+    )
+}
+
+/// Warnings about figures that should not be trusted: variation, skew, stolen CPU.
+fn reliability_warnings(report: &Report) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    for summary in report.summaries() {
+        if summary.faults_per_sec.n > 1 && summary.faults_per_sec.cv_pct > 5.0 {
+            warnings.push(Warning::Noisy {
+                placement: summary.placement.name.clone(),
+                unit: report.unit.name(),
+                cv_pct: summary.faults_per_sec.cv_pct,
+                repetitions: summary.faults_per_sec.n,
+            });
+        }
+    }
+    let interval_ns = report.plan.interval.as_nanos() as f64;
+    for m in &report.measurements {
+        if m.run.start_skew_ns as f64 > 0.1 * interval_ns {
+            warnings.push(Warning::StartSkew {
+                placement: m.placement.name.clone(),
+                repetition: m.repetition,
+                skew_us: m.run.start_skew_ns as f64 / 1e3,
+            });
+        }
+        // Round-robin placement puts k workers on a CPU on purpose: each is owed 1/k of it.
+        for worker in &m.run.workers {
+            let sharing = m.run.workers.iter().filter(|w| w.cpu == worker.cpu).count() as f64;
+            if worker.cpu_share * sharing < 0.95 {
+                let warning = Warning::CpuTaken {
+                    placement: m.placement.name.clone(),
+                    repetition: m.repetition,
+                    cpu: worker.cpu,
+                    share: worker.cpu_share,
+                    sharing,
+                };
+                if !warnings.contains(&warning) {
+                    warnings.push(warning);
+                }
+            }
+        }
+    }
+    warnings
+}
+
+/// Drops the measurements of the repetition a stop signal cut short; earlier ones are whole.
+fn keep_completed(measurements: &mut Vec<Measurement>, interrupted_in: u32) {
+    measurements.retain(|m| m.repetition < interrupted_in);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::synthetic_report;
+
+    #[test]
+    fn a_repetition_is_complete_only_with_every_placement() {
+        // Repetition 2 was interrupted after its first placement.
+        let mut measurements = synthetic_report(&[(1.0, 1.0), (1.0, 1.0)]).measurements;
+        measurements.pop();
+        keep_completed(&mut measurements, 2);
+        assert!(measurements.iter().all(|m| m.repetition == 1));
+        assert_eq!(measurements.len(), 2);
+    }
+}

@@ -1,0 +1,99 @@
+//! Memory knobs under their v2 names, and the files they become on each cgroup version.
+//!
+//! Profiles name knobs the v2 way (`memory.max`); on v1 they map to `memory.limit_in_bytes`,
+//! `memory.soft_limit_in_bytes` and `memory.memsw.limit_in_bytes`; a knob with no v1
+//! equivalent is an error before anything is created.
+
+use anyhow::{Result, bail};
+
+use super::Version;
+
+/// A knob as written in a profile, with its value checked.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Knob {
+    /// The v2 name, e.g. memory.max.
+    pub name: String,
+    /// Bytes, or None for "max"; for memory.oom.group, 0 or 1.
+    pub value: Option<u64>,
+}
+
+impl Knob {
+    pub fn value_text(&self) -> String {
+        self.value.map(|v| v.to_string()).unwrap_or_else(|| "max".into())
+    }
+}
+
+/// One file write a knob turns into on a hierarchy version.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct KnobWrite {
+    pub knob: String,
+    pub file: String,
+    pub value: String,
+}
+
+/// Maps one level's knobs to the files to write on `version`, in a safe order (v1 needs the
+/// memory limit before the memory+swap limit).
+pub fn writes_for(level: &[Knob], version: Version) -> Result<Vec<KnobWrite>> {
+    let mut writes = Vec::new();
+    for knob in level {
+        let (file, value) = match version {
+            Version::V2 => (knob.name.clone(), knob.value_text()),
+            Version::V1 => {
+                let v1_value = || knob.value.map(|v| v.to_string()).unwrap_or_else(|| "-1".into());
+                match knob.name.as_str() {
+                    "memory.max" => ("memory.limit_in_bytes".into(), v1_value()),
+                    "memory.low" => ("memory.soft_limit_in_bytes".into(), v1_value()),
+                    "memory.swap.max" => {
+                        // v1 limits memory+swap together: memsw = memory limit + swap allowance.
+                        let limit = level.iter().find(|k| k.name == "memory.max").and_then(|k| k.value);
+                        match (limit, knob.value) {
+                            (_, None) => ("memory.memsw.limit_in_bytes".into(), "-1".into()),
+                            (Some(limit), Some(swap)) => {
+                                ("memory.memsw.limit_in_bytes".into(), (limit + swap).to_string())
+                            }
+                            (None, Some(_)) => bail!(
+                                "memory.swap.max on cgroup v1 becomes memory.memsw.limit_in_bytes (memory + swap), which needs memory.max on the same level"
+                            ),
+                        }
+                    }
+                    other => bail!(
+                        "{other} has no cgroup v1 equivalent; run this profile on a cgroup v2 host (--cgroup-version v2)"
+                    ),
+                }
+            }
+        };
+        writes.push(KnobWrite { knob: knob.name.clone(), file, value });
+    }
+    writes.sort_by_key(|w| w.file == "memory.memsw.limit_in_bytes");
+    Ok(writes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v1_mapping() {
+        let level = vec![
+            Knob { name: "memory.swap.max".into(), value: Some(1 << 20) },
+            Knob { name: "memory.max".into(), value: Some(1 << 30) },
+            Knob { name: "memory.low".into(), value: None },
+        ];
+        let writes = writes_for(&level, Version::V1).unwrap();
+        let files: Vec<(&str, &str)> = writes.iter().map(|w| (w.file.as_str(), w.value.as_str())).collect();
+        assert_eq!(
+            files,
+            [
+                ("memory.limit_in_bytes", "1073741824"),
+                ("memory.soft_limit_in_bytes", "-1"),
+                ("memory.memsw.limit_in_bytes", "1074790400"),
+            ]
+        );
+        for no_v1 in ["memory.high", "memory.min", "memory.oom.group"] {
+            let err = writes_for(&[Knob { name: no_v1.into(), value: Some(1) }], Version::V1).unwrap_err();
+            assert!(err.to_string().contains("no cgroup v1 equivalent"), "{no_v1}");
+        }
+        let v2 = writes_for(&level, Version::V2).unwrap();
+        assert!(v2.iter().any(|w| w.file == "memory.low" && w.value == "max"));
+    }
+}

@@ -1,0 +1,35 @@
+//! Markdown: `compare` output ready for a mailing-list post or a pull request.
+
+use std::io::Write;
+
+use anyhow::Result;
+
+use super::{mark, pct};
+use crate::compare::Change;
+
+pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
+    writeln!(
+        out,
+        "| workload | mode | tasks | placement | base /s | new /s | change | CV base | CV new | overhead base | overhead new | overhead change |"
+    )?;
+    writeln!(out, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
+    for c in changes {
+        let cells = [
+            c.workload.clone(),
+            c.mode.clone(),
+            c.tasks.to_string(),
+            c.placement.clone(),
+            format!("{:.0}", c.base_mean),
+            format!("{:.0}", c.new_mean),
+            format!("{:+.2}%{}", c.change_pct, mark(c)),
+            format!("{:.1}%", c.base_cv_pct),
+            format!("{:.1}%", c.new_cv_pct),
+            pct(c.base_overhead_pct),
+            pct(c.new_overhead_pct),
+            c.overhead_change_points.map(|p| format!("{p:+.1} pts")).unwrap_or("-".into()),
+        ];
+        writeln!(out, "| {} |", cells.join(" | "))?;
+    }
+    writeln!(out, "\n`*` significant at 95% (Welch's t); `?` a side has one repetition.")?;
+    Ok(())
+}

@@ -1,0 +1,196 @@
+//! The plan of a run: which placements (root, child, nested:N, profiles), in which order over
+//! the repetitions, with how many tasks on which CPUs. Pure data and pure functions: nothing
+//! here touches the machine except reading a profile file.
+
+pub mod profile;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Result, anyhow, bail};
+
+use crate::cgroup::knobs::Knob;
+use crate::cgroup::{BaseSpec, VersionChoice};
+use crate::run::{KernelCountSource, Mode};
+use crate::workload::{ThpMode, WorkloadKind, WorkloadSettings};
+
+/// Deepest nesting faultscale builds. Kernels allow more, but memcg charge paths past 64 levels
+/// are not a setup anyone measures, and the limit keeps a typo from building thousands of dirs.
+pub const MAX_DEPTH: u32 = 64;
+
+/// Where one set of workers runs, relative to the base.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// What the user wrote, normalised: `root`, `child`, `nested:3`, or a profile's name.
+    pub name: String,
+    /// Levels below the base: 0 for root, 1 for child.
+    pub depth: u32,
+    /// Knobs per level, from the top level down (empty lists for plain levels).
+    pub levels: Vec<Vec<Knob>>,
+    /// The profile it came from (`child`, `limited`, `./my.toml`), if any.
+    pub profile: Option<String>,
+}
+
+impl Placement {
+    pub fn root() -> Self {
+        Placement { name: "root".into(), depth: 0, levels: Vec::new(), profile: None }
+    }
+
+    pub fn plain(name: String, depth: u32) -> Self {
+        Placement { name, depth, levels: vec![Vec::new(); depth as usize], profile: None }
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.depth == 0
+    }
+}
+
+fn parse_depth(item: &str, text: &str) -> Result<u32> {
+    let depth: u32 = text
+        .parse()
+        .map_err(|_| anyhow!("--cgroup {item:?}: nesting depth must be a whole number from 1 to {MAX_DEPTH}"))?;
+    if !(1..=MAX_DEPTH).contains(&depth) {
+        bail!("--cgroup {item:?}: nesting depth must be from 1 to {MAX_DEPTH}");
+    }
+    Ok(depth)
+}
+
+/// Parses one `--cgroup` list: `child,nested:3,nested:1..8,limited,./my.toml`.
+pub fn parse_placements(list: &str) -> Result<Vec<Placement>> {
+    let mut placements: Vec<Placement> = Vec::new();
+    for item in list.split(',') {
+        let item = item.trim();
+        let expanded: Vec<Placement> = match item {
+            "" => bail!("--cgroup {list:?}: empty placement; use e.g. --cgroup child,nested:3"),
+            "root" => vec![Placement::root()],
+            "child" => vec![Placement::plain("child".into(), 1)],
+            _ => match item.strip_prefix("nested:") {
+                Some(range) if range.contains("..") => {
+                    let (first, last) = range.split_once("..").expect("checked");
+                    let (first, last) = (parse_depth(item, first)?, parse_depth(item, last)?);
+                    if first > last {
+                        bail!("--cgroup {item:?}: the range runs backwards; write nested:LOW..HIGH");
+                    }
+                    (first..=last).map(|depth| Placement::plain(format!("nested:{depth}"), depth)).collect()
+                }
+                Some(depth) => {
+                    let depth = parse_depth(item, depth)?;
+                    vec![Placement::plain(format!("nested:{depth}"), depth)]
+                }
+                None => {
+                    let profile = profile::load(item)?;
+                    vec![Placement {
+                        name: profile.name.clone(),
+                        depth: profile.levels.len() as u32,
+                        levels: profile.levels,
+                        profile: Some(item.to_string()),
+                    }]
+                }
+            },
+        };
+        for placement in expanded {
+            if placements.iter().any(|p| p.name == placement.name) {
+                bail!("--cgroup {list:?}: {} is listed twice; list each placement once", placement.name);
+            }
+            placements.push(placement);
+        }
+    }
+    Ok(placements)
+}
+
+/// Everything a run measures, validated (options.rs builds it from the command line).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub placements: Vec<Placement>,
+    pub duration: Duration,
+    pub repeat: u32,
+    pub warmup: Duration,
+    pub interval: Duration,
+    pub cpus: Vec<usize>,
+    /// Task counts, in sweep order; one per CPU when not asked for.
+    pub task_counts: Vec<usize>,
+    pub workload: WorkloadKind,
+    pub mode: Mode,
+    pub kernel_count: KernelCountSource,
+    pub chunk_bytes: u64,
+    pub size_bytes: u64,
+    pub thp: ThpMode,
+    pub tmpdir: PathBuf,
+    pub base: BaseSpec,
+    pub version: VersionChoice,
+    pub page_size: u64,
+}
+
+impl Plan {
+    /// The workload's settings; `files_dir` is the run's temporary directory, if it has one.
+    pub fn workload_settings(&self, files_dir: Option<PathBuf>) -> WorkloadSettings {
+        WorkloadSettings {
+            kind: self.workload,
+            chunk_bytes: self.chunk_bytes,
+            size_bytes: self.size_bytes,
+            page_size: self.page_size,
+            thp: self.thp,
+            files_dir,
+        }
+    }
+}
+
+/// The CPU each of `tasks` workers runs on: the CPUs in order, round-robin past their count.
+pub fn cpus_for_tasks(cpus: &[usize], tasks: usize) -> Vec<usize> {
+    (0..tasks).map(|i| cpus[i % cpus.len()]).collect()
+}
+
+/// The order placements run in during repetition `repetition` (1-based): forward, then
+/// backward (ABBA), so drift over the run weighs on every placement alike.
+pub fn order(placements: usize, repetition: u32) -> Vec<usize> {
+    let forward: Vec<usize> = (0..placements).collect();
+    if repetition % 2 == 1 { forward } else { forward.into_iter().rev().collect() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placements_parse_and_reject() {
+        let p = parse_placements("child,nested:3").unwrap();
+        assert_eq!(p[0], Placement::plain("child".into(), 1));
+        assert_eq!((p[1].name.as_str(), p[1].depth, p[1].levels.len()), ("nested:3", 3, 3));
+        let sweep = parse_placements("nested:1..4").unwrap();
+        assert_eq!(sweep.iter().map(|p| p.depth).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        let limited = parse_placements("limited").unwrap();
+        assert_eq!(limited[0].profile.as_deref(), Some("limited"));
+        assert_eq!(limited[0].levels[0][0].name, "memory.max");
+        assert!(parse_placements("nested:4..2").is_err());
+        assert!(parse_placements("nested:2,nested:1..3").is_err());
+        assert_eq!(parse_placements("root").unwrap(), vec![Placement::root()]);
+        assert_eq!(parse_placements("nested:64").unwrap()[0].depth, 64);
+        for bad in [
+            "nested:0",
+            "nested:65",
+            "nested:x",
+            "nested:-1",
+            "grandchild",
+            "",
+            "child,,root",
+            "child,child",
+            "nested:1..65",
+        ] {
+            assert!(parse_placements(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn round_robin_past_the_cpus() {
+        assert_eq!(cpus_for_tasks(&[0, 1], 5), [0, 1, 0, 1, 0]);
+        assert_eq!(cpus_for_tasks(&[2, 5, 7], 2), [2, 5]);
+    }
+
+    #[test]
+    fn repetitions_alternate_direction() {
+        assert_eq!(order(3, 1), vec![0, 1, 2]);
+        assert_eq!(order(3, 2), vec![2, 1, 0]);
+        assert_eq!(order(3, 3), vec![0, 1, 2]);
+        assert_eq!(order(1, 2), vec![0]);
+    }
+}

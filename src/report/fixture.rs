@@ -1,0 +1,88 @@
+//! A synthetic report for the exporters' tests: a two-CPU run of root and child.
+
+use super::*;
+use std::time::Duration;
+
+use crate::cgroup::{BaseSpec, VersionChoice};
+use crate::run::{KernelCountSource, Mode, Sample};
+use crate::workload::{ThpMode, WorkloadKind};
+
+/// The plan of a 2 s root-vs-child anon run on CPUs 0-1.
+pub fn test_plan() -> Plan {
+    Plan {
+        placements: vec![Placement::root(), Placement::plain("child".into(), 1)],
+        duration: Duration::from_secs(2),
+        repeat: 1,
+        warmup: Duration::ZERO,
+        interval: Duration::from_secs(1),
+        cpus: vec![0, 1],
+        task_counts: vec![2],
+        workload: WorkloadKind::Anon,
+        mode: Mode::Process,
+        kernel_count: KernelCountSource::Minflt,
+        chunk_bytes: 1 << 20,
+        size_bytes: 64 << 20,
+        thp: ThpMode::Never,
+        tmpdir: "/tmp".into(),
+        base: BaseSpec::OwnCgroup,
+        version: VersionChoice::Auto,
+        page_size: 4096,
+    }
+}
+
+/// A report as a two-CPU run of root and child over `rates.len()` repetitions would give,
+/// with the given per-repetition (root, child) rates over 2-second measurements.
+pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
+    let env = Environment::for_tests();
+    let mut measurements = Vec::new();
+    for (index, &(root, child)) in rates.iter().enumerate() {
+        for (placement, rate, path) in
+            [(Placement::root(), root, "/base"), (Placement::plain("child".into(), 1), child, "/base/fs-child")]
+        {
+            let faults = (rate * 2.0) as u64;
+            let worker = |cpu: usize, faults: u64| WorkerResult {
+                cpu,
+                pid: 100 + cpu as i32,
+                iterations: faults / 256,
+                loop_faults: faults,
+                kernel_faults: faults + 10,
+                perf: None,
+                user_us: 1,
+                sys_us: 1_999_000,
+                cpu_share: 1.0,
+                start_offset_ns: 1000 * cpu as u64,
+            };
+            let run = PlacementRun {
+                elapsed_ns: 2_000_000_000,
+                start_skew_ns: 1000,
+                workers: vec![worker(0, faults / 2), worker(1, faults - faults / 2)],
+                memcg_pgfault: Some(faults + 20),
+                kernel_source: KernelCountSource::Minflt,
+                samples: vec![Sample {
+                    elapsed_ns: 2_000_000_000,
+                    iterations: vec![faults / 512, (faults - faults / 2) / 256],
+                }],
+            };
+            let sequence = measurements.len();
+            measurements.push(Measurement {
+                placement,
+                tasks: 2,
+                leaf: Leaf { fs_path: path.into(), cgroup_path: path.into() },
+                repetition: index as u32 + 1,
+                sequence,
+                run,
+            });
+        }
+    }
+    Report {
+        plan: test_plan(),
+        env,
+        knobs: Vec::new(),
+        files: None,
+        unit: crate::workload::Unit::Faults,
+        measurements,
+        failures: Vec::new(),
+        warnings: Vec::new(),
+        interrupted: None,
+    }
+}

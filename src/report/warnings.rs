@@ -1,0 +1,97 @@
+//! Figures not to trust and things the run did that the user should know, as typed values:
+//! printed on stderr, kept in the JSON, compared by value (never by message text).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::run::Notice;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Warning {
+    /// v2: memory was added to the base's cgroup.subtree_control for the run.
+    MemoryEnabled { control: PathBuf },
+    /// Another faultscale harness runs on the machine: CPUs are shared.
+    OtherRun { pid: u32 },
+    /// More tasks than CPUs: some share a CPU on purpose.
+    RoundRobin { tasks: usize, cpus: usize },
+    /// A measurement could not count as asked (perf).
+    Measurement(Notice),
+    /// The loop's fault count and the kernel's disagree by more than 1% (plus one iteration in
+    /// flight per worker).
+    CountsDisagree { placement: String, repetition: u32, loop_faults: u64, kernel_faults: u64 },
+    /// The rate varies over the repetitions by more than 5% (CV).
+    Noisy { placement: String, unit: &'static str, cv_pct: f64, repetitions: usize },
+    /// Workers started further apart than 10% of the sampling interval.
+    StartSkew { placement: String, repetition: u32, skew_us: f64 },
+    /// A worker got less than 95% of its CPU (or its share of one).
+    CpuTaken { placement: String, repetition: u32, cpu: usize, share: f64, sharing: f64 },
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::MemoryEnabled { control } => {
+                write!(f, "enabled memory in {} for this run; it is disabled again at exit", control.display())
+            }
+            Warning::OtherRun { pid } => write!(
+                f,
+                "another faultscale run (pid {pid}) is running on this machine: CPUs are shared and both measurements are disturbed"
+            ),
+            Warning::RoundRobin { tasks, cpus } => {
+                write!(f, "{tasks} tasks on {cpus} CPUs: tasks beyond the CPUs are placed round-robin and share CPUs")
+            }
+            Warning::Measurement(Notice::NoHardwareCounters) => f.write_str(
+                "cycles, instructions: not supported on this machine (perf hardware counters); software counters only",
+            ),
+            Warning::Measurement(Notice::PerfUnavailable(error)) => write!(
+                f,
+                "perf software counters unavailable ({error}); kernel fault counts come from the tasks' minflt (rusage) instead"
+            ),
+            Warning::CountsDisagree { placement, repetition, loop_faults, kernel_faults } => write!(
+                f,
+                "{placement} repetition {repetition}: loop counted {loop_faults} faults, the kernel {kernel_faults} ({:+.2}%): the loop is not the only source of faults, or faults are missed",
+                100.0 * (*loop_faults as f64 - *kernel_faults as f64) / *kernel_faults as f64
+            ),
+            Warning::Noisy { placement, unit, cv_pct, repetitions } => write!(
+                f,
+                "{placement}: {unit}/s varies {cv_pct:.1}% (CV) over {repetitions} repetitions, above 5%: the machine is noisy; ratios below that size are not resolved"
+            ),
+            Warning::StartSkew { placement, repetition, skew_us } => write!(
+                f,
+                "{placement} repetition {repetition}: workers started {skew_us:.0} us apart, over 10% of the sampling interval"
+            ),
+            Warning::CpuTaken { placement, repetition, cpu, share, sharing } => write!(
+                f,
+                "{placement} repetition {repetition}: the worker on CPU {cpu} ran only {:.0}% of the time{}: other load shares that CPU",
+                100.0 * share,
+                if *sharing > 1.0 { format!(" (of its 1/{sharing} share)") } else { String::new() }
+            ),
+        }
+    }
+}
+
+impl serde::Serialize for Warning {
+    /// The JSON keeps the sentence the terminal shows.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_read_as_sentences_with_their_figures() {
+        let noisy = Warning::Noisy { placement: "child".into(), unit: "faults", cv_pct: 7.34, repetitions: 3 };
+        assert!(noisy.to_string().starts_with("child: faults/s varies 7.3% (CV) over 3 repetitions"));
+        let shared = Warning::CpuTaken { placement: "root".into(), repetition: 2, cpu: 1, share: 0.4, sharing: 2.0 };
+        assert_eq!(
+            shared.to_string(),
+            "root repetition 2: the worker on CPU 1 ran only 40% of the time (of its 1/2 share): other load shares that CPU"
+        );
+        let counts =
+            Warning::CountsDisagree { placement: "child".into(), repetition: 1, loop_faults: 990, kernel_faults: 1000 };
+        assert!(counts.to_string().contains("(-1.00%)"), "{counts}");
+    }
+}

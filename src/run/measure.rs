@@ -1,0 +1,268 @@
+//! The start/stop protocol for one placement: fork the pinned workers, wait until all are
+//! ready, release them with one signal, sample on the monotonic clock, stop them with one
+//! signal, read every counter while they are frozen, then kill and reap them.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{Result, anyhow, bail};
+use nix::sys::signal::Signal;
+use nix::unistd::getpid;
+
+use super::slots::{STATE_FAILED, STATE_READY, Slots};
+use super::workers::Workers;
+use super::{
+    Interrupted, KernelCountSource, Mode, Notice, PlacementRun, Progress, RunSpec, Sample, Tick, WorkerResult, signals,
+};
+use crate::cgroup::layout::cgroup_of;
+use crate::cgroup::{Hierarchy, Leaf};
+use crate::measure::clock::{monotonic_ns, sleep_until};
+use crate::measure::memcg;
+use crate::measure::perf::{PerfReading, WorkerPerf};
+use crate::measure::procfs::{ProcStat, task_stat};
+use crate::workload;
+
+/// How long workers may take from fork to ready before the run gives up.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+fn check_interrupt() -> Result<()> {
+    match signals::received() {
+        Some(signal) => Err(Interrupted(signal).into()),
+        None => Ok(()),
+    }
+}
+
+/// Measures one placement.
+pub fn measure(
+    spec: &RunSpec,
+    leaf: &Leaf,
+    hierarchy: &Hierarchy,
+    warn: &mut dyn FnMut(Notice),
+    progress: &mut dyn Progress,
+) -> Result<PlacementRun> {
+    check_interrupt()?;
+    let count = spec.cpus.len();
+    let slots = Slots::new(count).map_err(|e| anyhow!("mapping worker counters: {e}"))?;
+    // Workers already in the leaf (the baseline in the harness's own cgroup) are not moved:
+    // faultscale writes to no cgroup.procs it does not need to.
+    let own_cgroup = cgroup_of(getpid().as_raw(), hierarchy)?;
+    let cgroup_procs: Option<PathBuf> = (own_cgroup != leaf.cgroup_path).then(|| leaf.fs_path.join("cgroup.procs"));
+    let mut workers = Workers::spawn(spec.mode, &spec.cpus, cgroup_procs.as_deref(), &spec.settings, &slots)?;
+
+    wait_ready(&mut workers, &slots)?;
+    for &pid in &workers.processes {
+        let actual = cgroup_of(pid.as_raw(), hierarchy)?;
+        if actual != leaf.cgroup_path {
+            bail!("worker {pid} is in cgroup {actual}, not {}", leaf.cgroup_path);
+        }
+    }
+    let tids: Vec<i32> = (0..count).map(|i| slots.get(i).tid.load(Ordering::Relaxed)).collect();
+
+    let (mut perf, source) = match spec.kernel_count {
+        KernelCountSource::Perf => open_perf(&tids, warn),
+        KernelCountSource::Minflt => (Vec::new(), KernelCountSource::Minflt),
+    };
+    let read_iterations =
+        || -> Vec<u64> { (0..count).map(|i| slots.get(i).iterations.load(Ordering::Relaxed)).collect() };
+    let task_stats = |workers: &Workers| -> Vec<Option<ProcStat>> {
+        (0..count).map(|i| task_stat(workers.process_of(i).as_raw(), tids[i])).collect()
+    };
+
+    // Without warmup every baseline is read before the release, while the workers are still
+    // parked, so the harness does nothing on a measured CPU right after it.
+    let warmup_ns = spec.warmup.as_nanos() as u64;
+    let mut perf_before: Vec<PerfReading> = perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
+    let mut memcg_before = memcg::pgfault(&leaf.fs_path);
+    let mut iterations_before = vec![0; count];
+    let mut minflt_before: Vec<u64> = (0..count).map(|i| slots.get(i).ready_minflt.load(Ordering::Relaxed)).collect();
+
+    check_interrupt()?;
+    let released_ns = monotonic_ns();
+    workers.signal_all(signals::START_SIGNAL)?;
+    let mut started_ns = released_ns;
+    if warmup_ns > 0 {
+        wait_until(released_ns + warmup_ns, &mut workers, &slots)?;
+        started_ns = monotonic_ns();
+        iterations_before = read_iterations();
+        minflt_before = task_stats(&workers).iter().map(|t| t.as_ref().map(|t| t.minflt).unwrap_or(0)).collect();
+        perf_before = perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
+        memcg_before = memcg::pgfault(&leaf.fs_path);
+    }
+
+    let per_iteration = workload::shape(&spec.settings).per_iteration;
+    let duration_ns = spec.duration.as_nanos() as u64;
+    let interval_ns = spec.interval.as_nanos() as u64;
+    let mut samples = Vec::new();
+    let stop_ns = started_ns + duration_ns;
+    let mut next_ns = (started_ns + interval_ns).min(stop_ns);
+    while next_ns < stop_ns {
+        wait_until(next_ns, &mut workers, &slots)?;
+        let now = monotonic_ns();
+        let iterations: Vec<u64> = read_iterations().iter().zip(&iterations_before).map(|(a, b)| a - b).collect();
+        let (previous_ns, previous): (u64, u64) =
+            samples.last().map(|s: &Sample| (s.elapsed_ns, s.iterations.iter().sum())).unwrap_or((0, 0));
+        let done: u64 = iterations.iter().sum();
+        progress.tick(&Tick {
+            elapsed_s: (now - started_ns) as f64 / 1e9,
+            duration_s: duration_ns as f64 / 1e9,
+            rate: (done - previous) as f64 * per_iteration as f64 / ((now - started_ns - previous_ns) as f64 / 1e9),
+        });
+        samples.push(Sample { elapsed_ns: now - started_ns, iterations });
+        next_ns = (next_ns + interval_ns).min(stop_ns);
+    }
+    wait_until(stop_ns, &mut workers, &slots)?;
+
+    // Stop: SIGSTOP freezes every worker at once; counters are read while they are frozen so
+    // loop, perf, per-task and memcg counts describe the same instant.
+    let stopped_ns = monotonic_ns();
+    workers.signal_all(Signal::SIGSTOP)?;
+    for process in 0..workers.processes.len() {
+        match workers.reap(process, libc::WUNTRACED) {
+            Some((status, _)) if libc::WIFSTOPPED(status) => {}
+            Some((status, _)) => return Err(workers.died_with(&slots, process, Some(status)).into()),
+            None => return Err(workers.died(&slots, process).into()),
+        }
+    }
+    let iterations: Vec<u64> =
+        read_iterations().iter().zip(&iterations_before).map(|(after, before)| after - before).collect();
+    samples.push(Sample { elapsed_ns: stopped_ns - started_ns, iterations: iterations.clone() });
+    let perf_after: Vec<PerfReading> = perf
+        .iter_mut()
+        .map(|p| p.read())
+        .collect::<std::io::Result<_>>()
+        .map_err(|e| anyhow!("reading perf counters: {e}"))?;
+    let memcg_after = memcg::pgfault(&leaf.fs_path);
+    // Threads have no rusage of their own at reaping; read each while it is frozen.
+    let stats_after = task_stats(&workers);
+    drop(perf);
+
+    workers.kill_all();
+    // Process mode: wait4's rusage, which includes what each worker's children did (fork).
+    let mut usages: Vec<Option<libc::rusage>> = Vec::new();
+    for process in 0..workers.processes.len() {
+        let (_, usage) = workers
+            .reap(process, 0)
+            .ok_or_else(|| anyhow!("worker {} vanished before it was reaped", workers.processes[process]))?;
+        usages.push(Some(usage));
+    }
+    let start_times: Vec<u64> = (0..count).map(|i| slots.get(i).start_ns.load(Ordering::Relaxed)).collect();
+    let mut results = Vec::with_capacity(count);
+    for index in 0..count {
+        let (minflt, user, sys) = match (spec.mode, usages[0], &stats_after[index]) {
+            (Mode::Process, _, _) => {
+                let usage = usages[index].expect("one process per worker");
+                (usage.ru_minflt as u64, user_us(&usage), sys_us(&usage))
+            }
+            (Mode::Thread, _, Some(stat)) => (stat.minflt, stat.user_us, stat.sys_us),
+            (Mode::Thread, _, None) => bail!("could not read /proc for worker thread {}", tids[index]),
+        };
+        let perf_delta = (source == KernelCountSource::Perf).then(|| perf_after[index].since(&perf_before[index]));
+        let kernel_faults = match perf_delta {
+            Some(p) => p.page_faults,
+            None => minflt.saturating_sub(minflt_before[index]),
+        };
+        results.push(WorkerResult {
+            cpu: spec.cpus[index],
+            pid: tids[index],
+            iterations: iterations[index],
+            loop_faults: iterations[index] * per_iteration,
+            kernel_faults,
+            perf: perf_delta,
+            cpu_share: (user + sys) as f64 * 1e3 / (stopped_ns - released_ns) as f64,
+            user_us: user,
+            sys_us: sys,
+            start_offset_ns: start_times[index].saturating_sub(released_ns),
+        });
+    }
+    let first = start_times.iter().copied().min().unwrap_or(0);
+    let last = start_times.iter().copied().max().unwrap_or(0);
+    Ok(PlacementRun {
+        elapsed_ns: stopped_ns - started_ns,
+        start_skew_ns: last - first,
+        workers: results,
+        memcg_pgfault: match (memcg_before, memcg_after) {
+            (Some(before), Some(after)) => Some(after.saturating_sub(before)),
+            _ => None,
+        },
+        kernel_source: source,
+        samples,
+    })
+}
+
+/// perf counters on every worker thread, or none (and minflt as the source) when the machine
+/// refuses them.
+fn open_perf(tids: &[i32], warn: &mut dyn FnMut(Notice)) -> (Vec<WorkerPerf>, KernelCountSource) {
+    let mut perf = Vec::with_capacity(tids.len());
+    for &tid in tids {
+        match WorkerPerf::open(tid).and_then(|mut p| p.enable().map(|_| p)) {
+            Ok(counters) => {
+                if !counters.has_hardware_counters() {
+                    warn(Notice::NoHardwareCounters);
+                }
+                perf.push(counters)
+            }
+            Err(e) => {
+                warn(Notice::PerfUnavailable(e.to_string()));
+                return (Vec::new(), KernelCountSource::Minflt);
+            }
+        }
+    }
+    (perf, KernelCountSource::Perf)
+}
+
+fn user_us(usage: &libc::rusage) -> u64 {
+    usage.ru_utime.tv_sec as u64 * 1_000_000 + usage.ru_utime.tv_usec as u64
+}
+
+fn sys_us(usage: &libc::rusage) -> u64 {
+    usage.ru_stime.tv_sec as u64 * 1_000_000 + usage.ru_stime.tv_usec as u64
+}
+/// Sleeps until `deadline_ns` on the monotonic clock; returns early with an error when a stop
+/// signal arrives or a worker dies.
+fn wait_until(deadline_ns: u64, workers: &mut Workers, slots: &Slots) -> Result<()> {
+    loop {
+        // Checked before sleeping as well as after, since SIGCHLD may land just before; a
+        // death in the last instant before the sleep is still caught at the next wait.
+        if signals::take_child_changed()
+            && let Some(dead) = workers.find_dead()
+        {
+            return Err(workers.died(slots, dead).into());
+        }
+        check_interrupt()?;
+        if sleep_until(deadline_ns) {
+            return check_interrupt();
+        }
+    }
+}
+
+fn wait_ready(workers: &mut Workers, slots: &Slots) -> Result<()> {
+    let deadline = monotonic_ns() + READY_TIMEOUT.as_nanos() as u64;
+    let count = workers.cpus.len();
+    loop {
+        check_interrupt()?;
+        let mut ready = 0;
+        for index in 0..count {
+            let slot = slots.get(index);
+            match slot.state.load(Ordering::Acquire) {
+                STATE_READY => ready += 1,
+                STATE_FAILED => bail!(
+                    "worker on CPU {} could not start: {}",
+                    workers.cpus[index],
+                    slot.failure().unwrap_or_default()
+                ),
+                _ => {}
+            }
+        }
+        if ready == count {
+            return Ok(());
+        }
+        if let Some(dead) = workers.find_dead() {
+            bail!("{}", workers.died(slots, dead));
+        }
+        if monotonic_ns() > deadline {
+            bail!("workers did not report ready within {} s", READY_TIMEOUT.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

@@ -1,0 +1,53 @@
+//! What one measurement produced: per-worker counters, samples, and the placement's totals.
+
+use super::KernelCountSource;
+use crate::measure::perf::PerfReading;
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WorkerResult {
+    pub cpu: usize,
+    pub pid: i32,
+    pub iterations: u64,
+    pub loop_faults: u64,
+    pub kernel_faults: u64,
+    pub perf: Option<PerfReading>,
+    pub user_us: u64,
+    pub sys_us: u64,
+    /// CPU time (user + sys) over wall time from release to stop: below 1 when something
+    /// else ran on this worker's CPU.
+    pub cpu_share: f64,
+    /// When this worker entered its loop, from the release signal.
+    pub start_offset_ns: u64,
+}
+
+/// Loop counters of every worker at one instant.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Sample {
+    pub elapsed_ns: u64,
+    pub iterations: Vec<u64>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PlacementRun {
+    /// From the release signal to the stop signal, measured.
+    pub elapsed_ns: u64,
+    pub start_skew_ns: u64,
+    pub workers: Vec<WorkerResult>,
+    pub memcg_pgfault: Option<u64>,
+    pub kernel_source: KernelCountSource,
+    pub samples: Vec<Sample>,
+}
+
+impl PlacementRun {
+    pub fn loop_faults(&self) -> u64 {
+        self.workers.iter().map(|w| w.loop_faults).sum()
+    }
+
+    pub fn kernel_faults(&self) -> u64 {
+        self.workers.iter().map(|w| w.kernel_faults).sum()
+    }
+
+    pub fn elapsed_s(&self) -> f64 {
+        self.elapsed_ns as f64 / 1e9
+    }
+}
