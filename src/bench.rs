@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::cgroup::tree::LeafSpec;
 use crate::cgroup::{self, Leaf, Tree};
 use crate::measure::memcg;
-use crate::measure::procfs::other_faultscale_runs;
+use crate::measure::procfs::others_named;
 use crate::plan::{Plan, cpus_for_tasks, order};
 use crate::report::{Environment, Failure, Measurement, Report, Warning};
 use crate::run::files::RunFiles;
@@ -30,7 +30,15 @@ pub fn run(plan: &Plan, allowed_cpus: &[usize], progress: &mut dyn Progress) -> 
     let leaves = tree.build_all(&specs)?;
     let mut warnings: Vec<Warning> =
         tree.changed_outside().map(|control| Warning::MemoryEnabled { control }).into_iter().collect();
-    warnings.extend(other_faultscale_runs().into_iter().map(|pid| Warning::OtherRun { pid }));
+    run::set_process_name(run::HARNESS_NAME);
+    warnings.extend(others_named(run::HARNESS_NAME).into_iter().map(|pid| Warning::OtherRun { pid }));
+    // The baseline runs in the base itself, whose memcg counts every process there.
+    if let Some(base_leaf) = plan.placements.iter().position(|p| p.is_root()).map(|i| &leaves[i]) {
+        let others = cgroup::fs::process_count(&base_leaf.fs_path).unwrap_or(0).saturating_sub(1);
+        if others > 0 {
+            warnings.push(Warning::SharedMemcg { cgroup_path: base_leaf.cgroup_path.clone(), others });
+        }
+    }
     let knobs = tree.take_applied();
 
     let files = plan
@@ -89,15 +97,13 @@ pub fn run(plan: &Plan, allowed_cpus: &[usize], progress: &mut dyn Progress) -> 
                             interrupted = Some((*signal, repetition));
                             break 'repetitions;
                         }
-                        match e.downcast::<WorkerDied>() {
-                            Ok(died) => failures.push(Failure {
-                                placement: placement.clone(),
-                                tasks,
-                                repetition,
-                                reason: oom.explain(index, died),
-                            }),
-                            Err(e) => return Err(e.context(format!("measuring {}", placement.name))),
-                        }
+                        // Whatever ends one placement's measurement, the others (and those
+                        // already measured) still report.
+                        let reason = match e.downcast::<WorkerDied>() {
+                            Ok(died) => oom.explain(index, died),
+                            Err(e) => format!("{e:#}"),
+                        };
+                        failures.push(Failure { placement: placement.clone(), tasks, repetition, reason });
                     }
                 }
                 sequence += 1;
@@ -110,7 +116,24 @@ pub fn run(plan: &Plan, allowed_cpus: &[usize], progress: &mut dyn Progress) -> 
         keep_completed(&mut measurements, repetition);
     }
     let interrupted = interrupted.map(|(signal, _)| signal);
-    tree.remove()?;
+    // A tree that cannot be removed does not void what was measured in it.
+    let removal_error = tree.remove().err().map(|e| format!("{e:#}"));
+    // A baseline that counted nothing has no rate to divide by: that slice failed.
+    measurements.retain(|m| {
+        let empty_baseline = m.placement.is_root() && m.run.loop_faults() == 0;
+        if empty_baseline {
+            failures.push(Failure {
+                placement: m.placement.clone(),
+                tasks: m.tasks,
+                repetition: m.repetition,
+                reason: format!(
+                    "the baseline counted no work in {:.3} s, so no ratio can be formed; measure longer (--duration)",
+                    m.run.elapsed_s()
+                ),
+            });
+        }
+        !empty_baseline
+    });
     let shape = workload::shape(&spec.settings);
     if shape.exact {
         warnings.extend(measurements.iter().filter_map(|m| counts_disagree(m, shape.per_iteration)));
@@ -125,6 +148,7 @@ pub fn run(plan: &Plan, allowed_cpus: &[usize], progress: &mut dyn Progress) -> 
         measurements,
         failures,
         warnings,
+        removal_error,
         interrupted,
     };
     let reliability = reliability_warnings(&report);
@@ -192,6 +216,16 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
     }
     let interval_ns = report.plan.interval.as_nanos() as f64;
     for m in &report.measurements {
+        if m.run.overran {
+            warnings.push(Warning::Overran {
+                placement: m.placement.name.clone(),
+                repetition: m.repetition,
+                measured_s: m.run.elapsed_s(),
+                asked_s: report.plan.duration.as_secs_f64(),
+            });
+            // Its CPU shares are low because it stood still, not because of other load.
+            continue;
+        }
         if m.run.start_skew_ns as f64 > 0.1 * interval_ns {
             warnings.push(Warning::StartSkew {
                 placement: m.placement.name.clone(),

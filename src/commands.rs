@@ -17,65 +17,72 @@ use crate::run::{self, Interrupted};
 use crate::workload;
 
 /// The main job: measure every placement, print the table, write the files asked for.
+///
+/// Once anything is measured, nothing that goes wrong afterwards (a closed stdout or stderr, a
+/// cgroup that cannot be removed, one file that cannot be written) loses the other results.
 pub fn measure(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode> {
     let plan = &options.plan;
     run::require_root("measuring")?;
-    // Output files are opened before anything is created, so a bad path costs nothing.
-    let csv_sink = options.csv.as_ref().map(|path| Sink::open("--csv", path)).transpose()?;
-    let json_sink = options.json.as_ref().map(|path| Sink::open("--json", path)).transpose()?;
-    let samples_sink = options.samples_csv.as_ref().map(|path| Sink::open("--samples-csv", path)).transpose()?;
+    // Outputs are resolved and opened before anything is created, so a bad path costs nothing.
+    let open = |option: &str, path: &Option<OutputPath>| path.as_ref().map(|p| Sink::open(option, p)).transpose();
+    let csv_sink = open("--csv", &options.csv)?;
+    let json_sink = open("--json", &options.json)?;
+    let samples_sink = open("--samples-csv", &options.samples_csv)?;
+    Sink::check_distinct(&[&csv_sink, &json_sink, &samples_sink].into_iter().flatten().collect::<Vec<_>>())?;
 
     let unit = workload::shape(&plan.workload_settings(None)).unit.name();
     let mut progress = TerminalProgress::new(options.quiet, unit);
+    run::signals::install_for_run();
     let report = bench::run(plan, allowed_cpus, &mut progress)?;
+    drop(progress);
     for warning in &report.warnings {
-        eprintln!("faultscale: warning: {warning}");
+        say!("faultscale: warning: {warning}");
     }
     if !options.quiet {
-        // With an output on stdout (-) the table goes to stderr, so stdout stays parseable.
+        // With an output on stdout (-) the table goes to stderr, so stdout stays parseable. A
+        // table nobody reads (`| true`) is no reason to lose the files.
         let stdout_taken =
             [&options.csv, &options.json, &options.samples_csv].iter().any(|o| matches!(o, Some(OutputPath::Stdout)));
-        if stdout_taken {
-            export::table::write(&mut std::io::stderr(), &report)?;
+        let printed = if stdout_taken {
+            export::table::write(&mut std::io::stderr(), &report)
         } else {
-            export::table::write(&mut std::io::stdout().lock(), &report)?;
+            export::table::write(&mut std::io::stdout().lock(), &report)
+        };
+        if let Err(e) = printed {
+            say!("faultscale: warning: the table could not be printed ({e:#}); the files are written");
         }
     }
-    if let Some(sink) = csv_sink {
-        let rows = export::csv::rows(&report, options.per_cpu);
-        if !rows.is_empty() {
-            sink.write_with(|out| export::csv::write(out, &rows))?;
+    let mut write_failed = false;
+    let mut write = |sink: Option<Sink>, write: &dyn Fn(&mut dyn std::io::Write) -> Result<()>| {
+        if let Some(sink) = sink
+            && !report.measurements.is_empty()
+            && let Err(e) = sink.write_with(write)
+        {
+            say!("faultscale: error: {e:#}");
+            write_failed = true;
         }
-    }
-    if let Some(sink) = json_sink
-        && !report.measurements.is_empty()
-    {
-        sink.write_with(|out| export::json::write(out, &report))?;
-    }
-    if let Some(sink) = samples_sink {
-        let rows = export::csv::sample_rows(&report);
-        if !rows.is_empty() {
-            sink.write_with(|out| export::csv::write(out, &rows))?;
-        }
+    };
+    write(csv_sink, &|out| export::csv::write(out, &export::csv::rows(&report, options.per_cpu)));
+    write(json_sink, &|out| export::json::write(out, &report));
+    write(samples_sink, &|out| export::csv::write(out, &export::csv::sample_rows(&report)));
+    if let Some(e) = &report.removal_error {
+        say!("faultscale: error: the measurements are written, but {e}");
     }
     if let Some(signal) = report.interrupted {
-        eprintln!(
-            "faultscale: {}; wrote the {} completed measurements, marked run_complete=false",
-            Interrupted(signal),
-            report.measurements.len()
-        );
+        match report.measurements.len() {
+            0 => say!("faultscale: {}; no repetition completed, nothing was written", Interrupted(signal)),
+            done => say!(
+                "faultscale: {}; wrote the {done} measurements of the completed repetitions, marked run_complete=false",
+                Interrupted(signal)
+            ),
+        }
         return Ok(ExitCode::from(128 + signal as u8));
     }
-    if !report.failures.is_empty() {
-        for failure in &report.failures {
-            eprintln!(
-                "faultscale: error: {} repetition {}: {}",
-                failure.placement.name, failure.repetition, failure.reason
-            );
-        }
-        return Ok(ExitCode::FAILURE);
+    for failure in &report.failures {
+        say!("faultscale: error: {} repetition {}: {}", failure.placement.name, failure.repetition, failure.reason);
     }
-    Ok(ExitCode::SUCCESS)
+    let clean = report.failures.is_empty() && report.removal_error.is_none() && !write_failed;
+    Ok(if clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 pub fn env(version: VersionChoice, base: &str) -> Result<ExitCode> {
@@ -90,8 +97,10 @@ pub fn profiles(name: Option<&str>, version: VersionChoice) -> Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn cleanup(dry_run: bool, version: VersionChoice, base: &str) -> Result<ExitCode> {
-    Ok(if output::cleanup::run(dry_run, version, base)? { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+pub fn cleanup(dry_run: bool, version: VersionChoice, base: &str, tmpdir: &str) -> Result<ExitCode> {
+    let cgroups_clean = output::cleanup::run(dry_run, version, base)?;
+    let files_clean = output::cleanup::run_directories(dry_run, Path::new(tmpdir));
+    Ok(if cgroups_clean && files_clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 pub fn compare(base: &str, new: &[String], format: export::Format) -> Result<ExitCode> {
@@ -100,7 +109,7 @@ pub fn compare(base: &str, new: &[String], format: export::Format) -> Result<Exi
     for path in new {
         let file = RunFile::load(Path::new(path))?;
         for warning in compare::differences(&base, &file) {
-            eprintln!("faultscale: warning: {warning}");
+            say!("faultscale: warning: {warning}");
         }
         changes.extend(compare::compare(&base, &file));
     }
@@ -114,6 +123,6 @@ pub fn compare(base: &str, new: &[String], format: export::Format) -> Result<Exi
 pub fn plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<ExitCode> {
     let run = RunFile::load(Path::new(file))?;
     let drawn = export::plot::plot(&run, chart, Path::new(output))?;
-    eprintln!("faultscale: wrote {output} ({drawn:?} chart)");
+    say!("faultscale: wrote {output} ({drawn:?} chart)");
     Ok(ExitCode::SUCCESS)
 }

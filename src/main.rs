@@ -1,5 +1,23 @@
 //! faultscale: page-fault scalability under memory cgroups.
 
+/// One line on stderr. A line that cannot be written (stderr closed, a broken pipe) is dropped,
+/// never a panic: a measurement's results are written whatever happens to the terminal.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// One line on stdout for the listing subcommands (env, profiles, cleanup), dropped when stdout
+/// is gone (`faultscale env | head -1`) instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod bench;
 mod cgroup;
 mod cli;
@@ -29,11 +47,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => e.exit(), // --help, --version
         Err(e) => {
-            eprintln!("faultscale: error: {}", one_line(&e.to_string()));
+            say!("faultscale: error: {}", one_line(&e.to_string()));
             return ExitCode::from(2);
         }
     };
-    run::signals::install();
     let result = match cli.command {
         None => run::cpus::allowed().and_then(|allowed| {
             let options = RunOptions::from_args(&cli.run, &allowed)?;
@@ -56,13 +73,15 @@ fn main() -> ExitCode {
             .render(&mut std::io::stdout())
             .map(|_| ExitCode::SUCCESS)
             .map_err(Into::into),
-        Some(Command::Cleanup { dry_run, cgroup_version, base }) => commands::cleanup(dry_run, cgroup_version, &base),
+        Some(Command::Cleanup { dry_run, cgroup_version, base, tmpdir }) => {
+            commands::cleanup(dry_run, cgroup_version, &base, &tmpdir)
+        }
     };
     match result {
         Ok(code) => code,
         Err(e) => {
             if let Some(run::Interrupted(signal)) = e.downcast_ref::<run::Interrupted>() {
-                eprintln!("faultscale: {}; workers stopped, cgroups removed", run::Interrupted(*signal));
+                say!("faultscale: {}; workers stopped, cgroups removed", run::Interrupted(*signal));
                 return ExitCode::from(128 + *signal as u8);
             }
             // `faultscale man | head`: a closed pipe is the reader's choice, not an error.
@@ -72,7 +91,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             // One line: the context chain joined, as ripgrep does.
-            eprintln!("faultscale: error: {e:#}");
+            say!("faultscale: error: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -12,6 +12,9 @@ use crate::export::OutputPath;
 use crate::plan::{Placement, Plan, parse_placements};
 use crate::text::{format_cpu_list, parse_cpu_list, parse_seconds, parse_size};
 
+/// The shortest slice worth measuring: well above the start/stop cost (tens of microseconds).
+const MIN_DURATION: Duration = Duration::from_millis(100);
+
 /// Most tasks one measurement forks: far beyond any CPU count, short of exhausting pids.
 pub const MAX_TASKS: usize = 4096;
 
@@ -65,8 +68,22 @@ impl RunOptions {
         if placements.is_empty() {
             bail!("--no-baseline with --cgroup root leaves nothing to measure; name a placement such as child");
         }
+        // The baseline's name is taken: a profile called root would make two "root" rows.
+        if let Some(clash) = placements.iter().find(|p| p.name == "root" && !p.is_root()) {
+            bail!(
+                "--cgroup {:?}: the profile is named root, which is the baseline's name; rename the profile",
+                clash.profile.as_deref().unwrap_or(&clash.name)
+            );
+        }
 
         let duration = parse_seconds("--duration", &args.duration, false)?;
+        if duration < MIN_DURATION {
+            bail!(
+                "--duration {}: at least {} s; a shorter slice measures the start and stop signals, not the loop",
+                args.duration.trim(),
+                MIN_DURATION.as_secs_f64()
+            );
+        }
         let repeat: u32 = args.repeat.trim().parse().map_err(|_| {
             anyhow!("--repeat {:?}: must be a whole number of repetitions from 1 to 10000", args.repeat)
         })?;

@@ -34,6 +34,17 @@ pub struct RunFile {
     pub depths: BTreeMap<String, u64>,
 }
 
+/// Far beyond any run's file (a 10,000-repetition sweep with --per-cpu is a few MiB).
+const MAX_RESULT_BYTES: u64 = 256 << 20;
+
+/// A rate, ratio or task count read back must be a finite, non-negative number.
+fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> Result<f64> {
+    match value {
+        Some(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => bail!("{name}: {row}: {what} {text:?} is not a finite, non-negative number"),
+    }
+}
+
 const FACTS: [&str; 5] = ["kernel", "host", "cgroup_version", "thp_enabled", "governor"];
 
 pub fn key(workload: &str, mode: &str, tasks: u64, placement: &str) -> Key {
@@ -42,8 +53,20 @@ pub fn key(workload: &str, mode: &str, tasks: u64, placement: &str) -> Key {
 
 impl RunFile {
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let name = path.display().to_string();
+        // Checked before reading: a FIFO would block forever and /dev/zero would never end.
+        let metadata = std::fs::metadata(path).with_context(|| format!("reading {name}"))?;
+        if !metadata.is_file() {
+            bail!("{name}: not a regular file; give a faultscale --csv or --json file");
+        }
+        if metadata.len() > MAX_RESULT_BYTES {
+            bail!(
+                "{name}: {} bytes, over the {} MiB a result file can hold; is it a result file?",
+                metadata.len(),
+                MAX_RESULT_BYTES >> 20
+            );
+        }
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
         if text.trim_start().starts_with('{') { Self::from_json(name, &text) } else { Self::from_csv(name, &text) }
     }
 
@@ -76,10 +99,14 @@ impl RunFile {
             if !record[cpu].is_empty() {
                 continue; // --per-cpu rows
             }
-            let number = |i: usize| -> Result<f64> {
-                record[i].parse().map_err(|_| anyhow!("{name}: row {}: {:?} is not a number", line + 2, &record[i]))
-            };
-            let tasks_count = number(tasks)? as u64;
+            let row = format!("row {}", line + 2);
+            let number =
+                |i: usize| -> Result<f64> { figure(&name, &row, &headers[i], record[i].parse().ok(), &record[i]) };
+            let tasks_count = number(tasks)?;
+            if tasks_count < 1.0 || tasks_count.fract() != 0.0 || tasks_count > 1e6 {
+                bail!("{name}: {row}: tasks {:?} is not a task count", &record[tasks]);
+            }
+            let tasks_count = tasks_count as u64;
             let k = key(&record[workload], &record[mode], tasks_count, &record[placement]);
             let ratio_value = if record[ratio].is_empty() { None } else { Some(number(ratio)?) };
             if let Some(depth) = depth_column.and_then(|i| record[i].parse().ok()) {
@@ -109,12 +136,24 @@ impl RunFile {
         for m in document["measurements"].as_array().ok_or_else(|| anyhow!("{name}: no measurements"))? {
             let tasks = m["run"]["workers"].as_array().map(|w| w.len() as u64).unwrap_or(0);
             let placement = m["placement"].as_str().unwrap_or("?");
-            let rate =
-                m["faults_per_sec"].as_f64().ok_or_else(|| anyhow!("{name}: a measurement lacks faults_per_sec"))?;
+            let rate = figure(
+                &name,
+                placement,
+                "faults_per_sec",
+                m["faults_per_sec"].as_f64(),
+                &m["faults_per_sec"].to_string(),
+            )?;
+            if tasks == 0 {
+                bail!("{name}: {placement}: a measurement has no workers");
+            }
             if let Some(depth) = m["depth"].as_u64() {
                 file.depths.insert(placement.to_string(), depth);
             }
-            file.add(key(workload, mode, tasks, placement), rate, m["ratio_vs_root"].as_f64());
+            let ratio = match &m["ratio_vs_root"] {
+                serde_json::Value::Null => None,
+                value => Some(figure(&name, placement, "ratio_vs_root", value.as_f64(), &value.to_string())?),
+            };
+            file.add(key(workload, mode, tasks, placement), rate, ratio);
         }
         let env = &document["environment"];
         for fact in FACTS {
@@ -135,6 +174,35 @@ impl RunFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn non_finite_negative_and_impossible_figures_are_refused() {
+        let header = "workload,mode,tasks,placement,cpu,faults_per_sec,ratio_vs_root\n";
+        for (row, why) in [
+            ("anon,process,2,root,,inf,", "faults_per_sec \"inf\""),
+            ("anon,process,2,root,,NaN,", "faults_per_sec \"NaN\""),
+            ("anon,process,2,root,,-5,", "faults_per_sec \"-5\""),
+            ("anon,process,-3,root,,5,", "tasks \"-3\""),
+            ("anon,process,0,root,,5,", "tasks \"0\""),
+            ("anon,process,2,child,,5,inf", "ratio_vs_root \"inf\""),
+        ] {
+            let err = RunFile::from_csv("x.csv".into(), &format!("{header}{row}\n")).unwrap_err().to_string();
+            assert!(err.starts_with("x.csv: row 2: ") && err.contains(why), "{row}: {err}");
+        }
+        let json = r#"{"settings":{"workload":"anon"},"measurements":[{"placement":"root","faults_per_sec":-1,"run":{"workers":[{}]}}]}"#;
+        assert!(RunFile::from_json("x.json".into(), json).unwrap_err().to_string().contains("faults_per_sec"));
+    }
+
+    #[test]
+    fn devices_and_fifos_are_refused_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        for path in [fifo.as_path(), Path::new("/dev/zero"), dir.path()] {
+            let err = RunFile::load(path).unwrap_err().to_string();
+            assert!(err.contains("not a regular file"), "{}: {err}", path.display());
+        }
+    }
 
     #[test]
     fn foreign_files_are_refused_with_the_reason() {

@@ -1,11 +1,18 @@
 //! `faultscale cleanup`: remove the trees of runs that died without removing them (SIGKILL).
 //!
-//! Only directories named `faultscale-<pid>-<nonce>-...` are candidates, only when <pid> is no
-//! longer alive, and only when no process is attached anywhere in the tree.
+//! Only directories named `faultscale-<pid>-<nonce>-...` are candidates, only when no run holds
+//! the tree's lock, and only when no process is attached anywhere in the tree.
+//!
+//! Liveness is a flock on the tree's top directory, not the pid in its name: a pid means
+//! nothing across PID namespaces (a container's pid 11 is another process on the host, and a
+//! dead run's pid may be reused), while a lock on the cgroup directory is the same object in
+//! every namespace and is released by the kernel when its holder dies, SIGKILL included.
 
+use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 
 use super::fs as cgfs;
 use super::tree::remove_cgroup_dir;
@@ -23,19 +30,42 @@ pub fn owner_pid(name: &str) -> Option<i32> {
 #[derive(Debug)]
 pub enum Verdict {
     Removable,
-    OwnerAlive(i32),
+    /// Its run holds the lock: alive, in this namespace or another.
+    RunAlive,
     HasProcesses(PathBuf),
 }
 
 #[derive(Debug)]
 pub struct Leftover {
     pub top: PathBuf,
+    /// The pid in the name, as the run saw itself (in its own PID namespace).
+    pub owner_pid: i32,
     pub verdict: Verdict,
+    /// Held from the finding to the removal, so a run cannot come back in between.
+    lock: Option<File>,
 }
 
-fn pid_alive(pid: i32) -> bool {
-    // EPERM still means the process exists.
-    !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH))
+fn flock(dir: &File, operation: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(dir.as_raw_fd(), operation | libc::LOCK_NB) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// A run's shared lock on its new top directory, held for the run's life.
+pub fn hold(top: &Path) -> Result<File> {
+    let dir = File::open(top).map_err(|e| anyhow!("opening cgroup {}: {e}", top.display()))?;
+    flock(&dir, libc::LOCK_SH)
+        .map_err(|e| anyhow!("{}: a concurrent `faultscale cleanup` holds it ({e}); run again", top.display()))?;
+    Ok(dir)
+}
+
+/// The exclusive lock on a tree's top directory, or None while a run holds it.
+fn take(top: &Path) -> Option<File> {
+    let dir = File::open(top).ok()?;
+    flock(&dir, libc::LOCK_EX).ok().map(|()| dir)
 }
 
 /// Every directory of the tree, children before parents.
@@ -66,8 +96,9 @@ pub fn find(root: &Path) -> Vec<Leftover> {
                 stack.push(path);
                 continue;
             };
-            let verdict = if pid_alive(pid) {
-                Verdict::OwnerAlive(pid)
+            let lock = take(&path);
+            let verdict = if lock.is_none() {
+                Verdict::RunAlive
             } else {
                 let mut dirs = Vec::new();
                 post_order(&path, &mut dirs);
@@ -76,17 +107,20 @@ pub fn find(root: &Path) -> Vec<Leftover> {
                     None => Verdict::Removable,
                 }
             };
-            found.push(Leftover { top: path, verdict });
+            found.push(Leftover { top: path, owner_pid: pid, verdict, lock });
         }
     }
     found.sort_by(|a, b| a.top.cmp(&b.top));
     found
 }
 
-/// Removes one removable tree, deepest first.
-pub fn remove(top: &Path) -> Result<()> {
+/// Removes one removable tree, deepest first, under its lock.
+pub fn remove(leftover: &Leftover) -> Result<()> {
+    if leftover.lock.is_none() {
+        return Err(anyhow!("{}: its run holds it", leftover.top.display()));
+    }
     let mut dirs = Vec::new();
-    post_order(top, &mut dirs);
+    post_order(&leftover.top, &mut dirs);
     for dir in dirs {
         remove_cgroup_dir(&dir).map_err(|e| anyhow::anyhow!("removing {}: {e}", dir.display()))?;
     }

@@ -38,6 +38,11 @@ pub fn stat_value(text: &str, key: &str) -> Option<u64> {
     })
 }
 
+/// How many processes are attached to this cgroup.
+pub fn process_count(cgroup_dir: &Path) -> Result<usize> {
+    Ok(read(&cgroup_dir.join("cgroup.procs"))?.lines().filter(|l| !l.trim().is_empty()).count())
+}
+
 /// Whether any process is attached to this cgroup.
 pub fn has_processes(cgroup_dir: &Path) -> Result<bool> {
     Ok(!read(&cgroup_dir.join("cgroup.procs"))?.trim().is_empty())

@@ -48,8 +48,12 @@ pub fn writes_for(level: &[Knob], version: Version) -> Result<Vec<KnobWrite>> {
                         let limit = level.iter().find(|k| k.name == "memory.max").and_then(|k| k.value);
                         match (limit, knob.value) {
                             (_, None) => ("memory.memsw.limit_in_bytes".into(), "-1".into()),
+                            // A sum past what the kernel takes means no limit, not a wrapped one.
                             (Some(limit), Some(swap)) => {
-                                ("memory.memsw.limit_in_bytes".into(), (limit + swap).to_string())
+                                match limit.checked_add(swap).filter(|&t| t <= i64::MAX as u64) {
+                                    Some(total) => ("memory.memsw.limit_in_bytes".into(), total.to_string()),
+                                    None => ("memory.memsw.limit_in_bytes".into(), "-1".into()),
+                                }
                             }
                             (None, Some(_)) => bail!(
                                 "memory.swap.max on cgroup v1 becomes memory.memsw.limit_in_bytes (memory + swap), which needs memory.max on the same level"
@@ -93,6 +97,12 @@ mod tests {
             let err = writes_for(&[Knob { name: no_v1.into(), value: Some(1) }], Version::V1).unwrap_err();
             assert!(err.to_string().contains("no cgroup v1 equivalent"), "{no_v1}");
         }
+        let huge = [
+            Knob { name: "memory.max".into(), value: Some(1 << 62) },
+            Knob { name: "memory.swap.max".into(), value: Some(u64::MAX - 5) },
+        ];
+        let memsw = writes_for(&huge, Version::V1).unwrap().pop().unwrap();
+        assert_eq!((memsw.file.as_str(), memsw.value.as_str()), ("memory.memsw.limit_in_bytes", "-1"));
         let v2 = writes_for(&level, Version::V2).unwrap();
         assert!(v2.iter().any(|w| w.file == "memory.low" && w.value == "max"));
     }

@@ -51,6 +51,9 @@ pub struct Tree {
     run_name: String,
     /// In creation order, parents before children; removed in reverse.
     created: Vec<PathBuf>,
+    /// Shared locks on this run's top directories: they say "alive" to `faultscale cleanup` in
+    /// any PID namespace or container, and vanish with the process however it dies.
+    liveness: Vec<std::fs::File>,
     /// Set when this run added `memory` to the base's cgroup.subtree_control (v2), so it can
     /// take it away again.
     enabled_memory_in_base: bool,
@@ -66,6 +69,7 @@ impl Tree {
             base,
             run_name,
             created: Vec::new(),
+            liveness: Vec::new(),
             enabled_memory_in_base: false,
             applied: Vec::new(),
             owner: std::process::id(),
@@ -86,6 +90,16 @@ impl Tree {
     /// worker exists. Every knob is mapped to this version first, so a profile that cannot be
     /// built here fails before anything is created.
     pub fn build_all(&mut self, placements: &[LeafSpec]) -> Result<Vec<Leaf>> {
+        for (i, a) in placements.iter().enumerate() {
+            if let Some(b) = placements[i + 1..].iter().find(|b| dir_label(b.label) == dir_label(a.label)) {
+                bail!(
+                    "--cgroup: {} and {} would share the directory name ...-{}; list one of them, or rename the profile",
+                    a.origin,
+                    b.origin,
+                    dir_label(a.label)
+                );
+            }
+        }
         for placement in placements {
             for (index, level) in placement.levels.iter().enumerate() {
                 writes_for(level, self.hierarchy.version)
@@ -139,8 +153,7 @@ impl Tree {
         if placement.levels.is_empty() {
             return Ok(Leaf { fs_path: self.base.clone(), cgroup_path: self.hierarchy.cgroup_path(&self.base) });
         }
-        let label: String = placement.label.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
-        let mut dir = self.base.join(format!("{}-{label}", self.run_name));
+        let mut dir = self.base.join(format!("{}-{}", self.run_name, dir_label(placement.label)));
         let depth = placement.levels.len();
         for (index, knobs) in placement.levels.iter().enumerate() {
             let level = index + 1;
@@ -149,6 +162,9 @@ impl Tree {
             }
             std::fs::create_dir(&dir).map_err(|e| anyhow!("creating cgroup {}: {e}", dir.display()))?;
             self.created.push(dir.clone());
+            if level == 1 {
+                self.liveness.push(super::cleanup::hold(&dir)?);
+            }
             match self.hierarchy.version {
                 Version::V1 => {
                     if !dir.join("memory.stat").is_file() {
@@ -216,6 +232,11 @@ impl Tree {
     }
 }
 
+/// A placement's label as it appears in its directory name: letters and digits only.
+fn dir_label(label: &str) -> String {
+    label.chars().filter(|c| c.is_ascii_alphanumeric()).collect()
+}
+
 /// rmdir with a short retry on EBUSY (tasks still exiting). Never recursive: a cgroup with
 /// children or processes that are not ours stays.
 pub fn remove_cgroup_dir(dir: &Path) -> std::io::Result<()> {
@@ -238,7 +259,7 @@ impl Drop for Tree {
             return;
         }
         if let Err(e) = self.remove() {
-            eprintln!("faultscale: warning: {e:#}");
+            say!("faultscale: warning: {e:#}");
         }
     }
 }

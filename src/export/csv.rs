@@ -44,6 +44,9 @@ pub struct Row<'a> {
     pub run_complete: bool,
     pub thp_enabled: &'a str,
     pub governor: &'a str,
+    /// true when the measured time exceeded the time asked for by more than 10% (stopped or
+    /// starved): the rate is not comparable with the others.
+    pub overran: bool,
 }
 
 /// Rounds to 6 significant decimals so cells stay readable without losing measured precision.
@@ -112,6 +115,7 @@ fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'static st
         run_complete: report.interrupted.is_none(),
         thp_enabled: &env.thp_enabled,
         governor: &env.governor,
+        overran: m.run.overran,
     }
 }
 

@@ -1,16 +1,18 @@
-//! Output formats, one a file, and the output file that is either complete or absent.
+//! Output formats, one a file, and the output destinations (sink.rs).
 
 pub mod csv;
 pub mod json;
 pub mod markdown;
 pub mod plot;
+mod sink;
 pub mod table;
 
-use std::fs::File;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+pub use sink::Sink;
 
-use anyhow::{Context, Result, bail};
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
 
 use crate::compare::Change;
 
@@ -55,83 +57,6 @@ fn mark(change: &Change) -> &'static str {
 
 fn pct(value: Option<f64>) -> String {
     value.map(|v| format!("{v:.1}%")).unwrap_or_else(|| "-".into())
-}
-
-/// A file written under a temporary name beside its destination and renamed into place only
-/// when complete; dropped uncommitted, it is removed. Created before any worker starts, so an
-/// unwritable path fails the run early.
-pub struct PendingFile {
-    destination: PathBuf,
-    temporary: PathBuf,
-    file: Option<File>,
-}
-
-impl PendingFile {
-    pub fn create(option: &str, destination: &Path) -> Result<Self> {
-        if destination.is_dir() {
-            bail!("{option} {}: is a directory; give a file name", destination.display());
-        }
-        let Some(name) = destination.file_name() else {
-            bail!("{option} {}: not a file name", destination.display());
-        };
-        let parent = destination.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let temporary = parent.join(format!(".{}.faultscale-{}.tmp", name.to_string_lossy(), std::process::id()));
-        let file = File::create(&temporary).with_context(|| {
-            format!("{option} {}: cannot create a file in {}", destination.display(), parent.display())
-        })?;
-        Ok(PendingFile { destination: destination.to_path_buf(), temporary, file: Some(file) })
-    }
-
-    pub fn writer(&mut self) -> &mut File {
-        self.file.as_mut().expect("writer used after commit")
-    }
-
-    pub fn commit(mut self) -> Result<()> {
-        let mut file = self.file.take().expect("committed once");
-        file.flush()?;
-        drop(file);
-        std::fs::rename(&self.temporary, &self.destination)
-            .with_context(|| format!("renaming {} to {}", self.temporary.display(), self.destination.display()))
-    }
-}
-
-impl Drop for PendingFile {
-    fn drop(&mut self) {
-        if self.file.take().is_some() {
-            let _ = std::fs::remove_file(&self.temporary);
-        }
-    }
-}
-
-/// Where one output goes: stdout, or a pending file.
-pub enum Sink {
-    Stdout,
-    File(PendingFile),
-}
-
-impl Sink {
-    pub fn open(option: &str, path: &OutputPath) -> Result<Self> {
-        Ok(match path {
-            OutputPath::Stdout => Sink::Stdout,
-            OutputPath::File(path) => Sink::File(PendingFile::create(option, path)?),
-        })
-    }
-
-    pub fn write_with(self, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
-        match self {
-            Sink::Stdout => {
-                let stdout = std::io::stdout();
-                let mut lock = stdout.lock();
-                write(&mut lock)?;
-                lock.flush()?;
-                Ok(())
-            }
-            Sink::File(mut pending) => {
-                write(pending.writer())?;
-                pending.commit()
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -117,6 +117,16 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             vs_root
         )?;
     }
+    for m in report.measurements.iter().filter(|m| m.run.overran) {
+        writeln!(
+            out,
+            "{:<10} repetition {}: OVERRAN, measured {:.2} s for {} asked (stopped or starved); not comparable",
+            m.placement.name,
+            m.repetition,
+            m.run.elapsed_s(),
+            seconds(plan.duration)
+        )?;
+    }
     for summary in &summaries {
         let Some(interval) = summary.overhead_vs_root else { continue };
         let ci = match (interval.low, interval.high) {

@@ -5,13 +5,15 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcStat {
     pub comm: String,
+    /// R running, S sleeping, D uninterruptible, T stopped, t traced, Z zombie, ...
+    pub state: char,
     pub parent: u32,
     pub minflt: u64,
     pub user_us: u64,
     pub sys_us: u64,
 }
 
-/// Fields 2 (comm), 4 (ppid), 10 (minflt), 14 (utime) and 15 (stime) of a stat line. The
+/// Fields 2 (comm), 3 (state), 4 (ppid), 10 (minflt), 14 (utime) and 15 (stime) of a stat line. The
 /// command name may hold spaces and parentheses; the fields resume after the last ')', at 3.
 pub fn parse_stat(text: &str, ticks_per_sec: u64) -> Option<ProcStat> {
     let comm = text[text.find('(')? + 1..text.rfind(')')?].to_string();
@@ -20,6 +22,7 @@ pub fn parse_stat(text: &str, ticks_per_sec: u64) -> Option<ProcStat> {
     let to_us = |ticks: u64| ticks * 1_000_000 / ticks_per_sec;
     Some(ProcStat {
         comm,
+        state: fields.first()?.chars().next()?,
         parent: field(4)? as u32,
         minflt: field(10)?,
         user_us: to_us(field(14)?),
@@ -37,26 +40,21 @@ pub fn task_stat(pid: i32, tid: i32) -> Option<ProcStat> {
     parse_stat(&text, clock_ticks_per_sec())
 }
 
-fn process_stat(pid: u32) -> Option<ProcStat> {
+pub fn process_stat(pid: u32) -> Option<ProcStat> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_stat(&text, clock_ticks_per_sec())
 }
 
-/// Harness processes of other faultscale runs: processes named faultscale whose parent is not
-/// a faultscale process (that excludes every run's workers) and that are not this process.
-pub fn other_faultscale_runs() -> Vec<u32> {
+/// Other processes whose command name is `harness_name`: the harnesses of other runs (workers
+/// and their children rename themselves, `compare` and `plot` never take the name).
+pub fn others_named(harness_name: &str) -> Vec<u32> {
     let own = std::process::id();
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     let mut pids: Vec<u32> = entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&pid| pid != own)
-        .filter(|&pid| match process_stat(pid) {
-            Some(stat) if stat.comm == "faultscale" => {
-                process_stat(stat.parent).map(|parent| parent.comm != "faultscale").unwrap_or(true)
-            }
-            _ => false,
-        })
+        .filter(|&pid| process_stat(pid).is_some_and(|stat| stat.comm == harness_name))
         .collect();
     pids.sort_unstable();
     pids
@@ -73,6 +71,7 @@ mod tests {
             parse_stat(line, 100),
             Some(ProcStat {
                 comm: "fault (scale) x".into(),
+                state: 'R',
                 parent: 1,
                 minflt: 987654,
                 user_us: 2_500_000,

@@ -1,12 +1,14 @@
 //! `faultscale cleanup`: what was kept, removed or would be removed, one line a tree.
 
+use std::path::Path;
+
 use anyhow::Result;
 
 use crate::cgroup::cleanup::{self, Verdict};
 use crate::cgroup::{self, BaseSpec, VersionChoice};
 
-/// Removes (or with `dry_run` lists) dead runs' trees under the base; returns whether every
-/// removal asked for succeeded.
+/// Removes (or with `dry_run` lists) dead runs' trees under the base; returns whether the base
+/// is now free of them (false when one was kept or could not be removed).
 pub fn run(dry_run: bool, version: VersionChoice, base: &str) -> Result<bool> {
     let hierarchy = cgroup::detect()?.memory_hierarchy(version)?;
     let root = cgroup::resolve_base(&hierarchy, &BaseSpec::parse(base)?)?;
@@ -14,24 +16,51 @@ pub fn run(dry_run: bool, version: VersionChoice, base: &str) -> Result<bool> {
         crate::run::require_root("cleanup")?;
     }
     let mut failed = false;
+    let mut kept = false;
     let leftovers = cleanup::find(&root);
     if leftovers.is_empty() {
-        println!("no faultscale cgroups under {}", root.display());
+        out!("no faultscale cgroups under {}", root.display());
     }
     for leftover in leftovers {
         let path = leftover.top.display();
-        match leftover.verdict {
-            Verdict::OwnerAlive(pid) => println!("kept {path}: its run (pid {pid}) is still alive"),
-            Verdict::HasProcesses(dir) => println!("kept {path}: {} still has processes", dir.display()),
-            Verdict::Removable if dry_run => println!("would remove {path}"),
-            Verdict::Removable => match cleanup::remove(&leftover.top) {
-                Ok(()) => println!("removed {path}"),
+        match &leftover.verdict {
+            Verdict::RunAlive => {
+                kept = true;
+                out!("kept {path}: its run (pid {} in its own namespace) is still alive", leftover.owner_pid)
+            }
+            Verdict::HasProcesses(dir) => {
+                kept = true;
+                out!("kept {path}: {} still has processes", dir.display())
+            }
+            Verdict::Removable if dry_run => out!("would remove {path}"),
+            Verdict::Removable => match cleanup::remove(&leftover) {
+                Ok(()) => out!("removed {path}"),
                 Err(e) => {
                     failed = true;
-                    eprintln!("faultscale: error: {e:#}");
+                    say!("faultscale: error: {e:#}");
                 }
             },
         }
     }
-    Ok(!failed)
+    Ok(!failed && !kept)
+}
+
+/// Removes (or lists) run directories a dead file-workload run left in `tmpdir`; returns
+/// whether every removal asked for succeeded.
+pub fn run_directories(dry_run: bool, tmpdir: &Path) -> bool {
+    let mut clean = true;
+    for dir in crate::run::files::leftovers(tmpdir) {
+        if dry_run {
+            out!("would remove {}", dir.display());
+            continue;
+        }
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => out!("removed {}", dir.display()),
+            Err(e) => {
+                clean = false;
+                say!("faultscale: error: removing {}: {e}", dir.display());
+            }
+        }
+    }
+    clean
 }

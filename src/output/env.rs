@@ -7,7 +7,7 @@ use crate::run::cpus;
 use crate::text::{format_cpu_list, read_line_or, selected_option};
 
 fn line(label: &str, value: impl std::fmt::Display) {
-    println!("{:<22}{value}", format!("{label}:"));
+    out!("{:<22}{value}", format!("{label}:"));
 }
 
 /// Prints everything; returns whether the base is usable.

@@ -8,7 +8,7 @@ use crate::plan::profile;
 
 /// One line per shipped profile: name, depth, knobs per level, description.
 pub fn list() -> Result<()> {
-    println!("{:<10} {:>5}  {:<28} description", "name", "depth", "knobs");
+    out!("{:<10} {:>5}  {:<28} description", "name", "depth", "knobs");
     for (shipped, _) in profile::SHIPPED {
         let p = profile::load(shipped)?;
         let knobs: Vec<String> = p
@@ -18,7 +18,7 @@ pub fn list() -> Result<()> {
             .flat_map(|(i, level)| level.iter().map(move |k| format!("L{}:{}={}", i + 1, k.name, k.value_text())))
             .collect();
         let knobs = if knobs.is_empty() { "-".to_string() } else { knobs.join(" ") };
-        println!("{:<10} {:>5}  {:<28} {}", p.name, p.levels.len(), knobs, p.description);
+        out!("{:<10} {:>5}  {:<28} {}", p.name, p.levels.len(), knobs, p.description);
     }
     Ok(())
 }
@@ -27,16 +27,16 @@ pub fn list() -> Result<()> {
 pub fn show(name: &str, version: VersionChoice) -> Result<()> {
     let p = profile::load(name)?;
     let hierarchy = cgroup::detect()?.memory_hierarchy(version)?;
-    println!("{}: {} (cgroup {} names; nothing is created)", p.name, p.description, hierarchy.version);
-    println!("<base>");
+    out!("{}: {} (cgroup {} names; nothing is created)", p.name, p.description, hierarchy.version);
+    out!("<base>");
     for (index, level) in p.levels.iter().enumerate() {
         let indent = "  ".repeat(index + 1);
         let dir =
             if index == 0 { format!("faultscale-<pid>-<nonce>-{}", p.name) } else { format!("level{}", index + 1) };
-        println!("{indent}{dir}/");
+        out!("{indent}{dir}/");
         let writes = writes_for(level, hierarchy.version).map_err(|e| anyhow!("{name}: level {}: {e}", index + 1))?;
         for write in writes {
-            println!("{indent}  {} = {}", write.file, write.value);
+            out!("{indent}  {} = {}", write.file, write.value);
         }
     }
     Ok(())

@@ -62,6 +62,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
                     elapsed_ns: 2_000_000_000,
                     iterations: vec![faults / 512, (faults - faults / 2) / 256],
                 }],
+                overran: false,
             };
             let sequence = measurements.len();
             measurements.push(Measurement {
@@ -83,6 +84,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
         measurements,
         failures: Vec::new(),
         warnings: Vec::new(),
+        removal_error: None,
         interrupted: None,
     }
 }

@@ -55,6 +55,9 @@ pub struct Report {
     pub measurements: Vec<Measurement>,
     pub failures: Vec<Failure>,
     pub warnings: Vec<Warning>,
+    /// Cgroups the run made but could not remove (a process was moved into one), with the
+    /// reason; the measurements are good and are written all the same.
+    pub removal_error: Option<String>,
     /// The stop signal that ended the run early, if one did.
     pub interrupted: Option<i32>,
 }
@@ -62,14 +65,23 @@ pub struct Report {
 impl Report {
     /// This placement's rate divided by the baseline's rate in the same repetition and task count.
     pub fn ratio_vs_root(&self, measurement: &Measurement) -> Option<f64> {
+        if measurement.run.overran {
+            return None;
+        }
         let root = self.measurements.iter().find(|m| {
             m.placement.is_root() && m.repetition == measurement.repetition && m.tasks == measurement.tasks
         })?;
-        Some(measurement.faults_per_sec() / root.faults_per_sec())
+        if root.run.overran {
+            return None;
+        }
+        let root_rate = root.faults_per_sec();
+        (root_rate > 0.0).then(|| measurement.faults_per_sec() / root_rate)
     }
 
+    /// The placement's measurements at a task count that the statistics may use: a slice that
+    /// overran its time (stopped, starved) is in the CSV, flagged, but in no mean or ratio.
     pub fn of(&self, placement: &Placement, tasks: usize) -> impl Iterator<Item = &Measurement> {
-        self.measurements.iter().filter(move |m| &m.placement == placement && m.tasks == tasks)
+        self.measurements.iter().filter(move |m| &m.placement == placement && m.tasks == tasks && !m.run.overran)
     }
 
     /// The task counts measured, in sweep order.
@@ -119,7 +131,7 @@ impl Report {
                 let same: Vec<&PlacementSummary> =
                     summaries.iter().filter(|s| s.placement == summary.placement).collect();
                 let base = same.iter().min_by_key(|s| s.tasks)?;
-                (same.len() > 1).then(|| {
+                (same.len() > 1 && base.faults_per_sec.mean > 0.0).then(|| {
                     summary.faults_per_sec.mean / (base.faults_per_sec.mean * summary.tasks as f64 / base.tasks as f64)
                 })
             })

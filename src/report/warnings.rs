@@ -12,6 +12,8 @@ pub enum Warning {
     MemoryEnabled { control: PathBuf },
     /// Another faultscale harness runs on the machine: CPUs are shared.
     OtherRun { pid: u32 },
+    /// The baseline's memcg_pgfault counts every process in the base, not only the workers.
+    SharedMemcg { cgroup_path: String, others: usize },
     /// More tasks than CPUs: some share a CPU on purpose.
     RoundRobin { tasks: usize, cpus: usize },
     /// A measurement could not count as asked (perf).
@@ -23,6 +25,8 @@ pub enum Warning {
     Noisy { placement: String, unit: &'static str, cv_pct: f64, repetitions: usize },
     /// Workers started further apart than 10% of the sampling interval.
     StartSkew { placement: String, repetition: u32, skew_us: f64 },
+    /// A slice ran more than 10% longer than asked: stopped (Ctrl-Z) or starved.
+    Overran { placement: String, repetition: u32, measured_s: f64, asked_s: f64 },
     /// A worker got less than 95% of its CPU (or its share of one).
     CpuTaken { placement: String, repetition: u32, cpu: usize, share: f64, sharing: f64 },
 }
@@ -36,6 +40,10 @@ impl fmt::Display for Warning {
             Warning::OtherRun { pid } => write!(
                 f,
                 "another faultscale run (pid {pid}) is running on this machine: CPUs are shared and both measurements are disturbed"
+            ),
+            Warning::SharedMemcg { cgroup_path, others } => write!(
+                f,
+                "root: memcg_pgfault counts every process in {cgroup_path}, where {others} other process(es) run besides faultscale; the loop and kernel counts are the workers' own"
             ),
             Warning::RoundRobin { tasks, cpus } => {
                 write!(f, "{tasks} tasks on {cpus} CPUs: tasks beyond the CPUs are placed round-robin and share CPUs")
@@ -59,6 +67,10 @@ impl fmt::Display for Warning {
             Warning::StartSkew { placement, repetition, skew_us } => write!(
                 f,
                 "{placement} repetition {repetition}: workers started {skew_us:.0} us apart, over 10% of the sampling interval"
+            ),
+            Warning::Overran { placement, repetition, measured_s, asked_s } => write!(
+                f,
+                "{placement} repetition {repetition}: measured {measured_s:.2} s for {asked_s} s asked (stopped, or starved by overload or more tasks than the CPUs serve); its figures are flagged overran"
             ),
             Warning::CpuTaken { placement, repetition, cpu, share, sharing } => write!(
                 f,

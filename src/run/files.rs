@@ -1,6 +1,7 @@
 //! The run's temporary directory for file workloads: `<tmpdir>/faultscale-<pid>-<nonce>`,
 //! created before the workers and removed with everything in it on every exit path.
 
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -10,6 +11,9 @@ use crate::workload::{SHARED_FILE, WorkloadKind};
 pub struct RunFiles {
     dir: PathBuf,
     owner: u32,
+    /// A shared lock on the directory for the run's life: `faultscale cleanup --tmpdir` removes
+    /// only directories whose lock nobody holds (the run died without removing them).
+    _liveness: std::fs::File,
 }
 
 impl RunFiles {
@@ -17,7 +21,10 @@ impl RunFiles {
         let dir = parent.join(run_name);
         std::fs::create_dir(&dir)
             .with_context(|| format!("--tmpdir {}: creating {}", parent.display(), dir.display()))?;
-        let files = RunFiles { dir, owner: std::process::id() };
+        let liveness = std::fs::File::open(&dir).with_context(|| format!("opening {}", dir.display()))?;
+        // SAFETY: flock on a descriptor we own.
+        unsafe { libc::flock(liveness.as_raw_fd(), libc::LOCK_SH) };
+        let files = RunFiles { dir, owner: std::process::id(), _liveness: liveness };
         if kind == WorkloadKind::MmapFile {
             let shared = files.dir.join(SHARED_FILE);
             let file = std::fs::File::create(&shared).with_context(|| format!("creating {}", shared.display()))?;
@@ -50,12 +57,42 @@ pub fn filesystem_name(magic: i64) -> String {
     }
 }
 
+/// Run directories in `parent` left by runs that died without removing them: named like a
+/// run's (`faultscale-<pid>-<8 hex digits>`) and locked by nobody.
+pub fn leftovers(parent: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(parent) else { return Vec::new() };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+        .filter(|e| is_run_name(&e.file_name().to_string_lossy()))
+        .map(|e| e.path())
+        .filter(|dir| {
+            std::fs::File::open(dir).is_ok_and(|f| {
+                // SAFETY: flock on a descriptor we own; released when `f` closes.
+                unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+            })
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+fn is_run_name(name: &str) -> bool {
+    let Some((pid, nonce)) = name.strip_prefix("faultscale-").and_then(|rest| rest.split_once('-')) else {
+        return false;
+    };
+    !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && nonce.len() == 8
+        && nonce.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 impl Drop for RunFiles {
     fn drop(&mut self) {
         if std::process::id() == self.owner
             && let Err(e) = std::fs::remove_dir_all(&self.dir)
         {
-            eprintln!("faultscale: warning: removing {}: {e}", self.dir.display());
+            say!("faultscale: warning: removing {}: {e}", self.dir.display());
         }
     }
 }
@@ -69,6 +106,17 @@ mod tests {
         assert_eq!(filesystem_name(0x01021994), "tmpfs");
         assert_eq!(filesystem_name(0xEF53), "ext4");
         assert_eq!(filesystem_name(0x1234), "filesystem magic 0x1234");
+    }
+
+    #[test]
+    fn only_unlocked_run_directories_are_leftovers() {
+        let parent = tempfile::tempdir().unwrap();
+        let live = RunFiles::create(parent.path(), "faultscale-1-0000abcd", WorkloadKind::FileShared, 4096).unwrap();
+        for name in ["faultscale-2-0000abcd", "faultscale-3-xyz", "faultscale-notes", "other"] {
+            std::fs::create_dir(parent.path().join(name)).unwrap();
+        }
+        assert_eq!(leftovers(parent.path()), [parent.path().join("faultscale-2-0000abcd")]);
+        drop(live);
     }
 
     #[test]

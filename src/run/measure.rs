@@ -13,14 +13,15 @@ use nix::unistd::getpid;
 use super::slots::{STATE_FAILED, STATE_READY, Slots};
 use super::workers::Workers;
 use super::{
-    Interrupted, KernelCountSource, Mode, Notice, PlacementRun, Progress, RunSpec, Sample, Tick, WorkerResult, signals,
+    Interrupted, KernelCountSource, Mode, Notice, PlacementRun, Progress, RunSpec, Sample, Tick, WorkerDied,
+    WorkerResult, signals,
 };
 use crate::cgroup::layout::cgroup_of;
 use crate::cgroup::{Hierarchy, Leaf};
 use crate::measure::clock::{monotonic_ns, sleep_until};
 use crate::measure::memcg;
 use crate::measure::perf::{PerfReading, WorkerPerf};
-use crate::measure::procfs::{ProcStat, task_stat};
+use crate::measure::procfs::{ProcStat, process_stat, task_stat};
 use crate::workload;
 
 /// How long workers may take from fork to ready before the run gives up.
@@ -187,6 +188,7 @@ pub fn measure(
         },
         kernel_source: source,
         samples,
+        overran: (stopped_ns - started_ns) as f64 > 1.1 * duration_ns as f64,
     })
 }
 
@@ -218,6 +220,18 @@ fn user_us(usage: &libc::rusage) -> u64 {
 fn sys_us(usage: &libc::rusage) -> u64 {
     usage.ru_stime.tv_sec as u64 * 1_000_000 + usage.ru_stime.tv_usec as u64
 }
+
+/// Ctrl-Z: the workers run in their own process group, out of the terminal's reach, so the
+/// harness stops them, stops itself, and lets them go on when it is continued. The slice then
+/// overran its time and is flagged, not silently kept.
+fn pause_if_asked(workers: &Workers) {
+    if signals::take_stop_request() {
+        let _ = workers.signal_all(Signal::SIGSTOP);
+        let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+        let _ = workers.signal_all(Signal::SIGCONT);
+    }
+}
+
 /// Sleeps until `deadline_ns` on the monotonic clock; returns early with an error when a stop
 /// signal arrives or a worker dies.
 fn wait_until(deadline_ns: u64, workers: &mut Workers, slots: &Slots) -> Result<()> {
@@ -230,27 +244,35 @@ fn wait_until(deadline_ns: u64, workers: &mut Workers, slots: &Slots) -> Result<
             return Err(workers.died(slots, dead).into());
         }
         check_interrupt()?;
+        pause_if_asked(workers);
         if sleep_until(deadline_ns) {
             return check_interrupt();
         }
     }
 }
 
+/// Waits until every worker reports ready. A worker that fails, dies or hangs before that ends
+/// this placement only (a `WorkerDied` naming it, its CPU and why); the run goes on.
 fn wait_ready(workers: &mut Workers, slots: &Slots) -> Result<()> {
     let deadline = monotonic_ns() + READY_TIMEOUT.as_nanos() as u64;
     let count = workers.cpus.len();
     loop {
         check_interrupt()?;
+        pause_if_asked(workers);
         let mut ready = 0;
         for index in 0..count {
             let slot = slots.get(index);
             match slot.state.load(Ordering::Acquire) {
                 STATE_READY => ready += 1,
-                STATE_FAILED => bail!(
-                    "worker on CPU {} could not start: {}",
-                    workers.cpus[index],
-                    slot.failure().unwrap_or_default()
-                ),
+                STATE_FAILED => {
+                    return Err(WorkerDied(format!(
+                        "worker {} on CPU {} could not start: {}",
+                        workers.process_of(index),
+                        workers.cpus[index],
+                        slot.failure().unwrap_or_default()
+                    ))
+                    .into());
+                }
                 _ => {}
             }
         }
@@ -258,10 +280,27 @@ fn wait_ready(workers: &mut Workers, slots: &Slots) -> Result<()> {
             return Ok(());
         }
         if let Some(dead) = workers.find_dead() {
-            bail!("{}", workers.died(slots, dead));
+            return Err(workers.died(slots, dead).into());
         }
         if monotonic_ns() > deadline {
-            bail!("workers did not report ready within {} s", READY_TIMEOUT.as_secs());
+            let waiting: Vec<String> = (0..count)
+                .filter(|&i| slots.get(i).state.load(Ordering::Acquire) != STATE_READY)
+                .map(|i| {
+                    let pid = workers.process_of(i);
+                    let state = match process_stat(pid.as_raw() as u32).map(|s| s.state) {
+                        Some('T' | 't') => "stopped by a signal",
+                        Some('D') => "blocked in the kernel",
+                        Some(_) => "still preparing",
+                        None => "gone",
+                    };
+                    format!("worker {pid} on CPU {} ({state})", workers.cpus[i])
+                })
+                .collect();
+            let shown = waiting.iter().take(4).cloned().collect::<Vec<_>>().join(", ");
+            let more = if waiting.len() > 4 { format!(" and {} more", waiting.len() - 4) } else { String::new() };
+            return Err(
+                WorkerDied(format!("{shown}{more} did not report ready within {} s", READY_TIMEOUT.as_secs())).into()
+            );
         }
         std::thread::sleep(Duration::from_millis(1));
     }

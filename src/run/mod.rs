@@ -72,6 +72,20 @@ impl std::fmt::Display for WorkerDied {
 
 impl std::error::Error for WorkerDied {}
 
+/// What a measuring harness calls itself (comm), so other runs can tell it from its workers,
+/// their forked children, and `compare` or `plot` processes, which keep "faultscale".
+pub const HARNESS_NAME: &str = "faultscale-run";
+/// What workers (and what they fork) call themselves.
+pub const WORKER_NAME: &str = "faultscale-wkr";
+
+/// Sets this thread's (in a single-threaded process, the process's) comm.
+pub fn set_process_name(name: &str) {
+    if let Ok(name) = std::ffi::CString::new(name) {
+        // SAFETY: PR_SET_NAME with a NUL-terminated string of at most 16 bytes.
+        unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr(), 0, 0, 0) };
+    }
+}
+
 /// Building cgroups and moving workers into them needs root; say so before anything starts.
 pub fn require_root(what: &str) -> anyhow::Result<()> {
     if !nix::unistd::geteuid().is_root() {

@@ -36,6 +36,9 @@ pub struct PlacementRun {
     pub memcg_pgfault: Option<u64>,
     pub kernel_source: KernelCountSource,
     pub samples: Vec<Sample>,
+    /// The measured time exceeded the time asked for by more than 10%: the harness or the
+    /// workers were stopped (Ctrl-Z) or starved (overload, far more tasks than CPUs).
+    pub overran: bool,
 }
 
 impl PlacementRun {

@@ -1,6 +1,10 @@
-//! The harness's own signal handling: SIGINT, SIGTERM and SIGHUP only set a flag, so every
-//! exit path goes through the same cleanup (workers killed and reaped, cgroups removed).
-//! A second Ctrl-C while cleaning up changes nothing: the flag is already set.
+//! The harness's own signal handling during a run. Every terminating signal it can catch
+//! (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR2, SIGALRM, the real-time signals, ...) only sets a
+//! flag, so every exit path goes through the same cleanup (workers killed and reaped, cgroups
+//! removed, unfinished files dropped). A second signal while cleaning up changes nothing: the
+//! first one is kept. Ctrl-Z (SIGTSTP and friends) stops the workers with the harness.
+//!
+//! Only a run installs these; `compare`, `plot` and the listings keep the default behaviour.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
@@ -8,6 +12,7 @@ use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signa
 
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 static CHILD_CHANGED: AtomicBool = AtomicBool::new(false);
+static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn note_signal(signal: libc::c_int) {
     // Keep the first signal: it decides the exit code.
@@ -18,17 +23,64 @@ extern "C" fn note_child(_: libc::c_int) {
     CHILD_CHANGED.store(true, Ordering::SeqCst);
 }
 
-pub const STOP_SIGNALS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+extern "C" fn note_stop(_: libc::c_int) {
+    STOP_REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// Signals whose default action ends the process and that arrive from outside (kill, the
+/// terminal, timers). Faults (SIGSEGV, SIGBUS, ...) are not: they mean a bug, not a request.
+/// SIGPIPE stays ignored (Rust's default): a closed pipe is an error to handle where it occurs.
+const TERMINATING: [Signal; 12] = [
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR2,
+    Signal::SIGALRM,
+    Signal::SIGVTALRM,
+    Signal::SIGPROF,
+    Signal::SIGXCPU,
+    Signal::SIGXFSZ,
+    Signal::SIGIO,
+    Signal::SIGPWR,
+];
+
+/// Terminal stop requests: the harness stops the workers, then itself.
+const STOPPING: [Signal; 3] = [Signal::SIGTSTP, Signal::SIGTTIN, Signal::SIGTTOU];
 
 /// The signal that releases workers; blocked everywhere so workers can sigwait for it.
 pub const START_SIGNAL: Signal = Signal::SIGUSR1;
 
-pub fn install() {
+/// Real-time signals terminate by default too; nix's Signal does not name them.
+fn realtime_signals() -> std::ops::RangeInclusive<libc::c_int> {
+    libc::SIGRTMIN()..=libc::SIGRTMAX()
+}
+
+fn set_raw(signal: libc::c_int, handler: libc::sighandler_t) {
+    // SAFETY: a zeroed sigaction with an empty mask and no flags is valid; the handlers only
+    // touch atomics.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(signal, &action, std::ptr::null_mut());
+    }
+}
+
+pub fn install_for_run() {
     // No SA_RESTART: a sleeping sample wait must return EINTR so the run stops promptly.
     let action = SigAction::new(SigHandler::Handler(note_signal), SaFlags::empty(), SigSet::empty());
-    for signal in STOP_SIGNALS {
+    for signal in TERMINATING {
         // SAFETY: the handler only touches an atomic.
         unsafe { sigaction(signal, &action) }.expect("installing a signal handler");
+    }
+    for signal in realtime_signals() {
+        set_raw(signal, note_signal as *const () as libc::sighandler_t);
+    }
+    let stop = SigAction::new(SigHandler::Handler(note_stop), SaFlags::empty(), SigSet::empty());
+    for signal in STOPPING {
+        // SAFETY: the handler only touches an atomic.
+        unsafe { sigaction(signal, &stop) }.expect("installing a signal handler");
     }
     // SIGCHLD cuts a sample wait short too, so a worker that dies is noticed at once, not at
     // the next sample.
@@ -45,15 +97,23 @@ pub fn take_child_changed() -> bool {
     CHILD_CHANGED.swap(false, Ordering::SeqCst)
 }
 
-/// In a freshly forked worker: stop signals act by default again (they kill the worker).
+/// Whether Ctrl-Z (or SIGTTIN/SIGTTOU) asked the run to stop for a while, since the last call.
+pub fn take_stop_request() -> bool {
+    STOP_REQUESTED.swap(false, Ordering::SeqCst)
+}
+
+/// In a freshly forked worker: every signal the harness catches acts by default again.
 pub fn reset_in_worker() {
-    for signal in STOP_SIGNALS.into_iter().chain([Signal::SIGCHLD]) {
+    for signal in TERMINATING.into_iter().chain(STOPPING).chain([Signal::SIGCHLD]) {
         // SAFETY: restoring the default disposition.
         let _ = unsafe { sigaction(signal, &SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty())) };
     }
+    for signal in realtime_signals() {
+        set_raw(signal, libc::SIG_DFL);
+    }
 }
 
-/// The first stop signal received, if any.
+/// The first terminating signal received, if any.
 pub fn received() -> Option<i32> {
     match RECEIVED.load(Ordering::SeqCst) {
         0 => None,

@@ -62,6 +62,7 @@ fn process_setup(plan: &WorkerPlan) -> Result<(), String> {
         return Err("the harness exited while this worker started".into());
     }
     signals::reset_in_worker();
+    super::set_process_name(super::WORKER_NAME);
     setpgid(Pid::from_raw(0), plan.process_group.unwrap_or(Pid::from_raw(0))).map_err(|e| format!("setpgid: {e}"))?;
     if let Some(procs) = plan.cgroup_procs {
         // Our own pid, not "0": the harness verifies membership by pid afterwards.

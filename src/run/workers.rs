@@ -180,8 +180,11 @@ impl Drop for Workers {
 fn describe_exit(status: libc::c_int, slot_message: Option<String>) -> String {
     if libc::WIFSIGNALED(status) {
         let signal = libc::WTERMSIG(status);
-        let hint =
-            if signal == libc::SIGKILL { " (an OOM kill looks like this; see memory.events or dmesg)" } else { "" };
+        let hint = if signal == libc::SIGKILL {
+            " (an OOM kill looks like this; see the cgroup's oom_kill count or dmesg)"
+        } else {
+            ""
+        };
         format!("killed by {}{hint}", signal_name(signal))
     } else if let Some(message) = slot_message {
         message

@@ -1,0 +1,406 @@
+//! Where an output file goes, decided before anything is measured, and written so that it is
+//! either complete or untouched.
+//!
+//! - A regular file (or a new name) is written to an unnamed temporary file (O_TMPFILE) in its
+//!   directory and linked into place only when complete, keeping the old file's mode; killed
+//!   midway, the kernel frees the unnamed file and the old one stays.
+//! - Through a symlink, the link's final target is what gets written; the link stays a link.
+//! - A FIFO, a character device, or the process's own descriptors (/dev/stdout, /dev/fd/N) are
+//!   streams: written directly, never replaced.
+//! - A directory, a trailing slash, a block device, a socket, a read-only file and a FIFO
+//!   without a reader are refused with the reason.
+
+use std::ffi::CString;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use super::OutputPath;
+
+/// Symlink hops followed before giving up (the kernel's own limit is 40).
+const MAX_LINKS: usize = 40;
+
+/// What an output path names, once its links are followed.
+#[derive(Debug, PartialEq, Eq)]
+enum Resolved {
+    /// A regular file that exists, or a new name in an existing directory.
+    File(PathBuf),
+    /// Written in place: a FIFO or a character device.
+    Stream(PathBuf),
+    /// One of this process's own descriptors, through /dev/stdout, /dev/fd/N or /proc/self/fd/N.
+    Descriptor(i32),
+}
+
+/// The descriptor a path names when it is one of this process's own.
+fn own_descriptor(path: &Path) -> Option<i32> {
+    let text = path.to_str()?;
+    let number = match text {
+        "/dev/stdin" => return Some(0),
+        "/dev/stdout" => return Some(1),
+        "/dev/stderr" => return Some(2),
+        _ => text
+            .strip_prefix("/dev/fd/")
+            .or_else(|| text.strip_prefix("/proc/self/fd/"))
+            .or_else(|| text.strip_prefix("/proc/thread-self/fd/"))
+            .or_else(|| text.strip_prefix(&format!("/proc/{}/fd/", std::process::id())))?,
+    };
+    number.parse().ok()
+}
+
+fn absolute(path: &Path) -> Result<PathBuf> {
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    Ok(std::env::current_dir().context("reading the current directory")?.join(path))
+}
+
+fn writable(path: &Path) -> bool {
+    let Ok(c_path) = CString::new(path.as_os_str().as_bytes()) else { return false };
+    // SAFETY: a valid C string.
+    unsafe { libc::access(c_path.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// Follows `text` to what it names, refusing what cannot be an output.
+fn resolve(option: &str, text: &str) -> Result<Resolved> {
+    let bad = |why: String| anyhow!("{option} {text}: {why}");
+    if text.is_empty() {
+        bail!("{option} \"\": empty; give a file name");
+    }
+    if text.ends_with('/') {
+        bail!("{option} {text}: ends in /, which names a directory; give a file name");
+    }
+    let mut path = absolute(Path::new(text))?;
+    for _ in 0..MAX_LINKS {
+        if let Some(fd) = own_descriptor(&path) {
+            return Ok(Resolved::Descriptor(fd));
+        }
+        let metadata = match std::fs::symlink_metadata(&path) {
+            Ok(metadata) => metadata,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let parent = path.parent().unwrap_or(Path::new("/"));
+                if !parent.is_dir() {
+                    return Err(bad(format!("{} is not an existing directory; create it first", parent.display())));
+                }
+                if !writable(parent) {
+                    return Err(bad(format!("cannot create files in {}; give a writable place", parent.display())));
+                }
+                return Ok(Resolved::File(path));
+            }
+            Err(e) => return Err(bad(e.to_string())),
+        };
+        let kind = metadata.file_type();
+        if kind.is_symlink() {
+            let target = std::fs::read_link(&path).map_err(|e| bad(e.to_string()))?;
+            path = path.parent().unwrap_or(Path::new("/")).join(target);
+            continue;
+        }
+        if kind.is_dir() {
+            return Err(bad("is a directory; give a file name".into()));
+        }
+        if kind.is_block_device() || kind.is_socket() {
+            return Err(bad("is a block device or socket, not a place for results; give a file name".into()));
+        }
+        if !writable(&path) {
+            return Err(bad("is not writable; give another name".into()));
+        }
+        if kind.is_fifo() || kind.is_char_device() {
+            return Ok(Resolved::Stream(path));
+        }
+        // Root may write anything; a file nobody may write is still meant to stay as it is.
+        if metadata.permissions().mode() & 0o222 == 0 {
+            return Err(bad(format!(
+                "is read-only (mode {:o}); make it writable or give another name",
+                metadata.permissions().mode() & 0o7777
+            )));
+        }
+        let parent = path.parent().unwrap_or(Path::new("/"));
+        if !writable(parent) {
+            return Err(bad(format!("{} is not writable, so the file cannot be replaced whole", parent.display())));
+        }
+        return Ok(Resolved::File(path));
+    }
+    Err(bad(format!("more than {MAX_LINKS} symbolic links; give the file itself")))
+}
+
+/// What makes two outputs the same place: the file (device, inode), or a new file's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Identity {
+    Inode(u64, u64),
+    NewFile(PathBuf),
+    Descriptor(u64, u64),
+}
+
+/// An output opened before the run: it cannot fail later for a reason known now.
+pub struct Sink {
+    option: String,
+    identity: Option<Identity>,
+    target: Target,
+}
+
+enum Target {
+    Stdout,
+    Stream(File),
+    Replace(Pending),
+}
+
+/// A regular file being written: unnamed until complete.
+struct Pending {
+    destination: PathBuf,
+    file: File,
+    /// Set when the filesystem has no O_TMPFILE: a dot-name beside the destination, removed
+    /// on every exit path that runs destructors.
+    named: Option<PathBuf>,
+}
+
+impl Sink {
+    pub fn open(option: &str, output: &OutputPath) -> Result<Self> {
+        let text = match output {
+            OutputPath::Stdout => {
+                return Ok(Sink { option: option.into(), identity: None, target: Target::Stdout });
+            }
+            OutputPath::File(path) => path.to_string_lossy().into_owned(),
+        };
+        let (identity, target) = match resolve(option, &text)? {
+            Resolved::Descriptor(fd) => {
+                // SAFETY: dup of a descriptor number; a bad one is an error, not UB.
+                let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+                if copy < 0 {
+                    bail!("{option} {text}: descriptor {fd} is not open: {}", std::io::Error::last_os_error());
+                }
+                // SAFETY: a fresh descriptor we own.
+                let file = unsafe { File::from_raw_fd(copy) };
+                let stat = file.metadata().with_context(|| format!("{option} {text}"))?;
+                (Identity::Descriptor(stat.dev(), stat.ino()), Target::Stream(file))
+            }
+            Resolved::Stream(path) => {
+                let file = open_stream(&path).map_err(|e| anyhow!("{option} {text}: {e}"))?;
+                let stat = file.metadata().with_context(|| format!("{option} {text}"))?;
+                (Identity::Inode(stat.dev(), stat.ino()), Target::Stream(file))
+            }
+            Resolved::File(path) => {
+                let identity = match std::fs::metadata(&path) {
+                    Ok(stat) => Identity::Inode(stat.dev(), stat.ino()),
+                    Err(_) => Identity::NewFile(path.clone()),
+                };
+                let pending = Pending::create(&path).map_err(|e| anyhow!("{option} {text}: {e}"))?;
+                (identity, Target::Replace(pending))
+            }
+        };
+        Ok(Sink { option: option.into(), identity: Some(identity), target })
+    }
+
+    /// Refuses two outputs that name one place: one would overwrite the other.
+    pub fn check_distinct(sinks: &[&Sink]) -> Result<()> {
+        for (i, a) in sinks.iter().enumerate() {
+            for b in &sinks[i + 1..] {
+                if a.identity.is_some() && a.identity == b.identity {
+                    bail!("{} and {} name the same file; give each output its own", a.option, b.option);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn write_with(self, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+        let option = self.option;
+        match self.target {
+            Target::Stdout => {
+                let stdout = std::io::stdout();
+                let mut lock = stdout.lock();
+                write(&mut lock)?;
+                lock.flush()?;
+            }
+            Target::Stream(mut file) => {
+                write(&mut file).with_context(|| format!("writing {option}"))?;
+                file.flush()?;
+            }
+            Target::Replace(mut pending) => {
+                write(&mut pending.file).with_context(|| format!("writing {option}"))?;
+                pending.commit().with_context(|| format!("writing {option}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Opens a FIFO or device for writing without creating or truncating anything. A FIFO with
+/// no reader would block the run forever at the end: it is refused now instead.
+fn open_stream(path: &Path) -> Result<File> {
+    let file = OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path).map_err(
+        |e| match e.raw_os_error() {
+            Some(libc::ENXIO) => anyhow!("a FIFO with no reader; start the reader first"),
+            _ => anyhow!("{e}"),
+        },
+    )?;
+    // Writes block normally again: a slow reader must get everything.
+    // SAFETY: fcntl on our own descriptor.
+    unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+    }
+    Ok(file)
+}
+
+impl Pending {
+    fn create(destination: &Path) -> Result<Self> {
+        let parent = destination.parent().unwrap_or(Path::new("/"));
+        let mode = std::fs::metadata(destination).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644);
+        let unnamed = OpenOptions::new().write(true).custom_flags(libc::O_TMPFILE).mode(mode).open(parent);
+        let (file, named) = match unnamed {
+            Ok(file) => (file, None),
+            // Filesystems without O_TMPFILE (EOPNOTSUPP, or EISDIR on old kernels).
+            Err(_) => {
+                let named = temporary_name(destination);
+                let file = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(mode)
+                    .open(&named)
+                    .with_context(|| format!("cannot create a file in {}", parent.display()))?;
+                (file, Some(named))
+            }
+        };
+        // The umask must not change an existing file's mode.
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        Ok(Pending { destination: destination.to_path_buf(), file, named })
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        self.file.flush()?;
+        self.file.sync_data()?;
+        let named = match self.named.take() {
+            Some(named) => named,
+            None => {
+                let named = temporary_name(&self.destination);
+                let _ = std::fs::remove_file(&named);
+                let proc_path = CString::new(format!("/proc/self/fd/{}", self.file.as_raw_fd()))?;
+                let target = CString::new(named.as_os_str().as_bytes())?;
+                // SAFETY: valid C strings; links our unnamed file under a name in its directory.
+                let rc = unsafe {
+                    libc::linkat(
+                        libc::AT_FDCWD,
+                        proc_path.as_ptr(),
+                        libc::AT_FDCWD,
+                        target.as_ptr(),
+                        libc::AT_SYMLINK_FOLLOW,
+                    )
+                };
+                if rc != 0 {
+                    return Err(anyhow!("linking the finished file: {}", std::io::Error::last_os_error()));
+                }
+                named
+            }
+        };
+        std::fs::rename(&named, &self.destination).map_err(|e| {
+            let _ = std::fs::remove_file(&named);
+            anyhow!("renaming {} to {}: {e}", named.display(), self.destination.display())
+        })
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(named) = self.named.take() {
+            let _ = std::fs::remove_file(named);
+        }
+    }
+}
+
+/// The dot-name a finished file has for the instant before it is renamed into place.
+fn temporary_name(destination: &Path) -> PathBuf {
+    let name = destination.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    destination.with_file_name(format!(".{name}.faultscale-{}.tmp", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(path: &Path) -> Result<Sink> {
+        Sink::open("--csv", &OutputPath::File(path.to_path_buf()))
+    }
+
+    #[test]
+    fn regular_files_are_replaced_whole_and_keep_their_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.csv");
+        std::fs::write(&path, "old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let sink = open(&path).unwrap();
+        // Nothing visible until the write completes.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        sink.write_with(|out| Ok(out.write_all(b"new")?)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn an_unfinished_file_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = open(&dir.path().join("out.csv")).unwrap();
+        drop(sink);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn symlinks_write_their_target_and_stay_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target.csv");
+        let link = dir.path().join("link.csv");
+        std::fs::write(&target, "old").unwrap();
+        std::os::unix::fs::symlink("target.csv", &link).unwrap();
+        open(&link).unwrap().write_with(|out| Ok(out.write_all(b"new")?)).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+    }
+
+    #[test]
+    fn directories_slashes_and_read_only_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let read_only = dir.path().join("ro.csv");
+        std::fs::write(&read_only, "keep").unwrap();
+        std::fs::set_permissions(&read_only, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let slash = format!("{}/", dir.path().join("new").display());
+        for (path, why) in [
+            (dir.path().to_path_buf(), "is a directory"),
+            (PathBuf::from(&slash), "ends in /"),
+            (read_only.clone(), "read-only"),
+            (dir.path().join("missing/out.csv"), "not an existing directory"),
+        ] {
+            let err = open(&path).err().unwrap_or_else(|| panic!("{} accepted", path.display())).to_string();
+            assert!(err.starts_with("--csv ") && err.contains(why), "{}: {err}", path.display());
+        }
+        assert_eq!(std::fs::read_to_string(&read_only).unwrap(), "keep");
+    }
+
+    #[test]
+    fn two_outputs_on_one_file_are_refused_even_through_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.csv");
+        std::fs::write(&path, "").unwrap();
+        std::os::unix::fs::symlink(&path, dir.path().join("alias.csv")).unwrap();
+        let a = open(&path).unwrap();
+        let b = Sink::open("--json", &OutputPath::File(dir.path().join("alias.csv"))).unwrap();
+        let err = Sink::check_distinct(&[&a, &b]).unwrap_err().to_string();
+        assert!(err.contains("--csv and --json name the same file"), "{err}");
+        let fresh_a = open(&dir.path().join("new.csv")).unwrap();
+        let fresh_b = Sink::open("--json", &OutputPath::File(dir.path().join("./new.csv"))).unwrap();
+        assert!(Sink::check_distinct(&[&fresh_a, &fresh_b]).is_err());
+    }
+
+    #[test]
+    fn a_fifo_without_reader_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let err = open(&fifo).err().expect("no reader").to_string();
+        assert!(err.contains("no reader"), "{err}");
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    }
+}
