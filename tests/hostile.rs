@@ -1,0 +1,477 @@
+//! A hostile user's runs (issue 17), one test per finding: outputs that are not plain files,
+//! results that must survive what happens after the measurement, cleanup across PID
+//! namespaces, inputs that would hang `plot` and `compare`, signals, Ctrl-Z, degenerate
+//! figures, colliding names, and warnings that must say what really happened.
+//!
+//! Every run builds under the test's own cgroup (`--base self`); device nodes are made with
+//! mknod in a temporary directory, never taken from the machine's /dev.
+
+mod common;
+
+use std::io::Read;
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const QUICK: [&str; 6] = ["--base", "self", "--duration", "0.3", "--cgroup", "child"];
+
+fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut all = QUICK.to_vec();
+    all.extend(extra);
+    all
+}
+
+fn signal(pid: u32, signal: i32) {
+    assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0, "kill({pid}, {signal})");
+}
+
+fn wait_for_tree(base: &Path, pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while trees_of(base, pid).is_empty() || faultscale_processes().len() < 2 {
+        assert!(Instant::now() < deadline, "run {pid} did not start");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A character device node like /dev/null (1,3), made in `dir`.
+fn private_null(dir: &Path) -> std::path::PathBuf {
+    let node = dir.join("null");
+    let c_path = std::ffi::CString::new(node.to_str().unwrap()).unwrap();
+    let rc = unsafe { libc::mknod(c_path.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+    assert_eq!(rc, 0, "mknod {}: {}", node.display(), std::io::Error::last_os_error());
+    node
+}
+
+fn is_char_device(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).unwrap().file_type().is_char_device()
+}
+
+#[test]
+fn outputs_keep_the_kind_of_file_they_were() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+
+    // A symlink: its target gets the CSV; the link stays a link.
+    let target = dir.path().join("target.csv");
+    let link = dir.path().join("link.csv");
+    std::fs::write(&target, "old").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let (_, output) = run_clean(&base, &args(&["--csv", link.to_str().unwrap()]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(read_csv(&target).len(), 2);
+
+    // A private character device: written to, still a device.
+    let null = private_null(dir.path());
+    let (_, output) = run_clean(&base, &args(&["--csv", null.to_str().unwrap(), "--json", null.to_str().unwrap()]));
+    assert!(!output.status.success(), "one device named twice must be refused");
+    let (_, output) = run_clean(&base, &args(&["--csv", null.to_str().unwrap()]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(is_char_device(&null), "--csv replaced the device node");
+
+    // A FIFO with a reader: the reader gets the CSV; the FIFO stays a FIFO.
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let reader_path = fifo.clone();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::fs::File::open(&reader_path).unwrap().read_to_string(&mut text).unwrap();
+        text
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let (_, output) = run_clean(&base, &args(&["--csv", fifo.to_str().unwrap()]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let received = reader.join().unwrap();
+    assert!(received.starts_with("run_id,") && received.lines().count() == 3, "{received}");
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert_eq!(files_in(dir.path()).len(), 4, "only target, link, null and fifo: no temporary files");
+}
+
+#[test]
+fn bad_outputs_are_refused_before_anything_runs() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+    let same = dir.path().join("same");
+    let read_only = dir.path().join("ro.csv");
+    std::fs::write(&read_only, "keep").unwrap();
+    std::fs::set_permissions(&read_only, std::os::unix::fs::PermissionsExt::from_mode(0o444)).unwrap();
+    let alias = dir.path().join("alias");
+    std::os::unix::fs::symlink(&same, &alias).unwrap();
+    let slash = format!("{}/", dir.path().join("sub").display());
+    let fifo = dir.path().join("lonely");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--csv", same.to_str().unwrap(), "--json", same.to_str().unwrap()], "name the same file"),
+        (vec!["--csv", same.to_str().unwrap(), "--samples-csv", alias.to_str().unwrap()], "name the same file"),
+        (vec!["--csv", &slash], "ends in /"),
+        (vec!["--json", dir.path().to_str().unwrap()], "is a directory"),
+        (vec!["--csv", read_only.to_str().unwrap()], "read-only"),
+        (vec!["--csv", fifo.to_str().unwrap()], "no reader"),
+    ];
+    for (extra, why) in cases {
+        // 30 s asked: a refusal must come at once, before any measuring.
+        let mut all = vec!["--base", "self", "--duration", "30"];
+        all.extend(&extra);
+        let started = Instant::now();
+        let (_, output) = run_clean(&base, &all);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{extra:?}: {stderr}");
+        assert!(stderr.contains(why) && stderr.lines().count() == 1, "{extra:?}: {stderr}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{extra:?} ran before refusing");
+    }
+    assert_eq!(std::fs::read_to_string(&read_only).unwrap(), "keep");
+    assert!(!same.exists());
+}
+
+#[test]
+fn results_survive_a_closed_stdout_and_a_closed_stderr() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+
+    // `faultscale ... --csv F | true`: the reader is gone before the table is printed.
+    let piped = dir.path().join("piped.csv");
+    let mut child = Command::new(binary())
+        .args(args(&["--csv", piped.to_str().unwrap()]))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(read_csv(&piped).len(), 2);
+
+    // stderr closed (2>&-): warnings cannot be printed; that is no reason to panic or lose F.
+    let closed = dir.path().join("closed.csv");
+    let script =
+        format!("exec 2>&-; exec {} {}", binary().display(), args(&["--csv", closed.to_str().unwrap()]).join(" "));
+    let output = Command::new("sh").args(["-c", &script]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stdout));
+    assert_eq!(read_csv(&closed).len(), 2);
+    assert!(faultscale_processes().is_empty());
+}
+
+#[test]
+fn a_cgroup_kept_busy_does_not_void_the_measurements() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("busy.csv");
+    let child = spawn(&["--base", "self", "--cgroup", "child", "--duration", "1", "--csv", csv.to_str().unwrap()]);
+    let pid = child.id();
+    wait_for_tree(&base, pid);
+    // A process of the test's own moves into the run's child cgroup, so it cannot be removed.
+    let tree = trees_of(&base, pid).pop().unwrap();
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    std::fs::write(tree.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    // Back into the test's own cgroup, then the tree can go.
+    std::fs::write(base.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    let cleanup = Command::new(binary()).args(["cleanup", "--base", "self"]).output().unwrap();
+    assert_nothing_left(&base, pid);
+
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the measurements are written") && stderr.contains(&tree.display().to_string()),
+        "{stderr}"
+    );
+    assert!(stderr.contains("faultscale cleanup"), "{stderr}");
+    assert_eq!(read_csv(&csv).len(), 2, "the measurements were lost");
+    assert!(text(&cleanup.stdout).contains("removed"), "{}", text(&cleanup.stdout));
+}
+
+#[test]
+fn a_worker_lost_before_ready_fails_its_placement_only() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("zero.toml");
+    std::fs::write(&profile, "name = \"zero\"\n[[level]]\n\"memory.max\" = 0\n").unwrap();
+    let csv = dir.path().join("out.csv");
+    let cgroups = format!("child,{}", profile.display());
+    let (_, output) = run_clean(
+        &base,
+        &["--base", "self", "--duration", "0.3", "--cgroup", &cgroups, "--csv", csv.to_str().unwrap()],
+    );
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let failure =
+        stderr.lines().find(|l| l.starts_with("faultscale: error: zero repetition 1: worker ")).expect(&stderr);
+    assert!(failure.contains(" on CPU "), "{failure}");
+    let placements: Vec<String> = read_csv(&csv).iter().map(|r| r["placement"].clone()).collect();
+    assert_eq!(placements, ["root", "child"]);
+}
+
+/// The host pid of the process `unshare -f` forked (pid 1 of the new namespace).
+fn namespace_init(unshare_pid: u32) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let children = std::fs::read_to_string(format!("/proc/{unshare_pid}/task/{unshare_pid}/children")).unwrap();
+        if let Some(pid) = children.split_whitespace().next() {
+            return pid.parse().unwrap();
+        }
+        assert!(Instant::now() < deadline, "unshare forked nothing");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn cleanup_judges_liveness_across_pid_namespaces() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("ns.csv");
+    let binary = binary();
+    let unshare = |extra: &[&str]| {
+        let mut all = vec!["-p", "-f", "--mount-proc", binary.to_str().unwrap(), "--base", "self", "--cgroup", "child"];
+        all.extend(extra);
+        Command::new("unshare").args(all).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("unshare")
+    };
+
+    // A live run in its own PID namespace (pid 1 there) survives a host cleanup.
+    let run = unshare(&["--duration", "1", "--repeat", "2", "--csv", csv.to_str().unwrap()]);
+    let inner = namespace_init(run.id());
+    wait_for_tree(&base, 1);
+    let cleanup = Command::new(binary.as_path()).args(["cleanup", "--base", "self"]).output().unwrap();
+    let output = run.wait_with_output().unwrap();
+    assert_nothing_left(&base, 1);
+    assert!(text(&cleanup.stdout).contains("still alive"), "{}", text(&cleanup.stdout));
+    assert!(output.status.success(), "run {inner}: {}", text(&output.stderr));
+    assert_eq!(read_csv(&csv).len(), 4);
+
+    // A SIGKILLed run that was pid 1 there: host pid 1 is alive, yet its tree goes.
+    let run = unshare(&["--duration", "30"]);
+    let inner = namespace_init(run.id());
+    wait_for_tree(&base, 1);
+    signal(inner, libc::SIGKILL);
+    let _ = run.wait_with_output().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !faultscale_processes().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(trees_of(&base, 1).len(), 1, "the killed run left its tree");
+    let cleanup = Command::new(binary.as_path()).args(["cleanup", "--base", "self"]).output().unwrap();
+    assert!(cleanup.status.success(), "{}", text(&cleanup.stdout));
+    assert_nothing_left(&base, 1);
+}
+
+#[test]
+fn plot_and_compare_end_at_once_on_hostile_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = "run_id,workload,mode,tasks,placement,depth,cpu,faults_per_sec,ratio_vs_root\n";
+    let good = dir.path().join("good.csv");
+    std::fs::write(&good, format!("{header}r,anon,process,2,root,0,,1000,1\nr,anon,process,2,child,1,,900,0.9\n"))
+        .unwrap();
+    let infinite = dir.path().join("inf.csv");
+    std::fs::write(&infinite, format!("{header}r,anon,process,2,root,0,,inf,1\n")).unwrap();
+    let negative_tasks = dir.path().join("tasks.csv");
+    std::fs::write(&negative_tasks, format!("{header}r,anon,process,-3,root,0,,1000,1\n")).unwrap();
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let zero = private_zero(dir.path());
+    let svg = dir.path().join("out.svg");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["plot", infinite.to_str().unwrap(), "-o", svg.to_str().unwrap()], "\"inf\""),
+        (vec!["plot", negative_tasks.to_str().unwrap(), "-o", svg.to_str().unwrap()], "\"-3\""),
+        (vec!["compare", good.to_str().unwrap(), zero.to_str().unwrap()], "not a regular file"),
+        (vec!["compare", good.to_str().unwrap(), fifo.to_str().unwrap()], "not a regular file"),
+        (vec!["compare", good.to_str().unwrap(), infinite.to_str().unwrap()], "\"inf\""),
+    ];
+    for (all, why) in cases {
+        let started = Instant::now();
+        let output = Command::new(binary()).args(&all).output().unwrap();
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{all:?}: {stderr}");
+        assert!(stderr.lines().count() == 1 && stderr.contains(why), "{all:?}: {stderr}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{all:?} took {:?}", started.elapsed());
+    }
+    assert!(!svg.exists());
+}
+
+/// A character device like /dev/zero (1,5), made in `dir`.
+fn private_zero(dir: &Path) -> std::path::PathBuf {
+    let node = dir.join("zero");
+    let c_path = std::ffi::CString::new(node.to_str().unwrap()).unwrap();
+    let rc = unsafe { libc::mknod(c_path.as_ptr(), libc::S_IFCHR | 0o444, libc::makedev(1, 5)) };
+    assert_eq!(rc, 0, "mknod {}: {}", node.display(), std::io::Error::last_os_error());
+    node
+}
+
+#[test]
+fn compare_keeps_the_default_signal_behaviour() {
+    // compare of a big file takes a moment; SIGTERM must end it like any tool, at once.
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.csv");
+    let mut text_rows = String::from("run_id,workload,mode,tasks,placement,depth,cpu,faults_per_sec,ratio_vs_root\n");
+    for i in 0..400_000 {
+        text_rows += &format!("r,anon,process,{},root,0,,1000,1\n", i % 64 + 1);
+    }
+    std::fs::write(&big, text_rows).unwrap();
+    let child = Command::new(binary())
+        .args(["compare", big.to_str().unwrap(), big.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    signal(child.id(), libc::SIGTERM);
+    let output = child.wait_with_output().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    // Either it finished first, or SIGTERM ended it the default way (not a handled 143).
+    assert!(output.status.success() || output.status.signal() == Some(libc::SIGTERM), "{:?}", output.status);
+}
+
+#[test]
+fn every_catchable_terminating_signal_cleans_up() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    for sig in [libc::SIGQUIT, libc::SIGUSR2, libc::SIGALRM, libc::SIGRTMIN() + 3] {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("out.csv");
+        let child = spawn(&[
+            "--base",
+            "self",
+            "--cgroup",
+            "nested:1..3",
+            "--duration",
+            "30",
+            "--workload",
+            "file-shared",
+            "--tmpdir",
+            dir.path().to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ]);
+        let pid = child.id();
+        wait_for_tree(&base, pid);
+        std::thread::sleep(Duration::from_millis(200));
+        signal(pid, sig);
+        let output = child.wait_with_output().unwrap();
+        assert_nothing_left(&base, pid);
+        assert_eq!(output.status.code(), Some(128 + sig), "signal {sig}: {}", text(&output.stderr));
+        assert!(files_in(dir.path()).is_empty(), "signal {sig} left {:?}", files_in(dir.path()));
+    }
+}
+
+#[test]
+fn sigkill_leaves_a_run_directory_that_cleanup_removes() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+    let child = spawn(&[
+        "--base",
+        "self",
+        "--duration",
+        "30",
+        "--workload",
+        "file-private",
+        "--tmpdir",
+        dir.path().to_str().unwrap(),
+    ]);
+    let pid = child.id();
+    wait_for_tree(&base, pid);
+    signal(pid, libc::SIGKILL);
+    let _ = child.wait_with_output().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !faultscale_processes().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(files_in(dir.path()).len(), 1, "the killed run's directory");
+    let cleanup = Command::new(binary())
+        .args(["cleanup", "--base", "self", "--tmpdir", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(cleanup.status.success(), "{}", text(&cleanup.stderr));
+    assert!(files_in(dir.path()).is_empty(), "{}", text(&cleanup.stdout));
+    assert_nothing_left(&base, pid);
+}
+
+#[test]
+fn ctrl_z_stops_the_workers_and_the_slice_is_flagged() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let child = spawn(&["--base", "self", "--no-baseline", "--duration", "1", "--csv", csv.to_str().unwrap()]);
+    let pid = child.id();
+    wait_for_tree(&base, pid);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(pid, libc::SIGTSTP);
+    std::thread::sleep(Duration::from_millis(300));
+    let states: Vec<char> = faultscale_processes()
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+        .filter_map(|stat| stat[stat.rfind(')')? + 2..].chars().next())
+        .collect();
+    // Continued well past the 1 s asked: the slice ends at once and overran by over 10%.
+    std::thread::sleep(Duration::from_millis(1200));
+    signal(pid, libc::SIGCONT);
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
+    assert!(states.len() >= 2 && states.iter().all(|&s| s == 'T'), "harness and workers must all stop: {states:?}");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("flagged overran"), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("OVERRAN"), "{}", text(&output.stdout));
+    let rows = read_csv(&csv);
+    assert_eq!(rows[0]["overran"], "true");
+    assert!(number(&rows[0], "duration_s") > 1.1, "{:?}", rows[0]["duration_s"]);
+    assert_eq!(rows[0]["ratio_vs_root"], "");
+}
+
+#[test]
+fn degenerate_durations_and_colliding_names_are_refused_before_anything_is_created() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    let dir = tempfile::tempdir().unwrap();
+    let fake_root = dir.path().join("root.toml");
+    std::fs::write(&fake_root, "name = \"root\"\n[[level]]\n").unwrap();
+    let root_profile = fake_root.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--duration", "1e-9"], "--duration 1e-9: at least 0.1 s"),
+        (vec!["--duration", "0.05"], "at least 0.1 s"),
+        (vec!["--cgroup", root_profile], "named root"),
+        (vec!["--cgroup", "nested:4,nested-4"], "share the directory name"),
+    ];
+    for (extra, why) in cases {
+        let mut all = vec!["--base", "self"];
+        all.extend(&extra);
+        let (_, output) = run_clean(&base, &all);
+        let stderr = text(&output.stderr);
+        assert!(!output.status.success() && stderr.contains(why) && stderr.lines().count() == 1, "{extra:?}: {stderr}");
+        assert!(!stderr.contains("NaN") && !stderr.contains("inf"), "{stderr}");
+    }
+}
+
+#[test]
+fn warnings_say_what_really_happened() {
+    let Some(_serial) = needs_root() else { return };
+    let base = own_memory_cgroup();
+    // A fork run leaves no reason for the next run to see "another faultscale run".
+    let (_, fork) = run_clean(&base, &args(&["--workload", "fork", "--size", "4M"]));
+    assert!(fork.status.success(), "{}", text(&fork.stderr));
+    let (_, next) = run_clean(&base, &QUICK);
+    assert!(!text(&next.stderr).contains("another faultscale run"), "{}", text(&next.stderr));
+    // The baseline shares the base's memcg with the test runner: said, with the count.
+    assert!(text(&next.stderr).contains("memcg_pgfault counts every process in"), "{}", text(&next.stderr));
+
+    // A stop with nothing completed says nothing was written, not "wrote the 0".
+    let child = spawn(&["--base", "self", "--duration", "30"]);
+    let pid = child.id();
+    wait_for_tree(&base, pid);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(pid, libc::SIGINT);
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
+    assert!(text(&output.stderr).contains("no repetition completed, nothing was written"), "{}", text(&output.stderr));
+}
