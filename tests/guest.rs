@@ -87,6 +87,18 @@ fn common_assertions(dir: &Path, layout_line: &str, profiles: &[&str], knob_file
         assert!(number(&row, "kernel_faults") > 0.0);
     }
 
+    // Liveness by lock: the live run's tree kept (and the run unharmed), the killed run's removed.
+    assert!(read(dir, "cleanup-live.out").contains("still alive"), "{}", read(dir, "cleanup-live.out"));
+    assert_eq!(read(dir, "live.rc").trim(), "0", "{}", read(dir, "live.out"));
+    assert!(read(dir, "cleanup-dead.out").contains("removed"), "{}", read(dir, "cleanup-dead.out"));
+    assert_eq!(rc(dir, "cleanup-dead"), 0, "{}", read(dir, "cleanup-dead.out"));
+
+    // Through a symlink the target gets the CSV; SIGQUIT cleans up like Ctrl-C.
+    assert_eq!(rc(dir, "link"), 0, "{}", read(dir, "link.err"));
+    assert_eq!(read(dir, "link_kind.txt").trim(), "link");
+    assert_eq!(read_csv(&dir.join("target.csv")).len(), 2);
+    assert_eq!(read(dir, "quit.rc").trim(), "131");
+
     assert_eq!(read(dir, "leftovers.txt"), "", "faultscale cgroups left in the guest");
 }
 

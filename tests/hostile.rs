@@ -24,23 +24,12 @@ fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     all
 }
 
-fn signal(pid: u32, signal: i32) {
-    assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0, "kill({pid}, {signal})");
-}
-
-fn wait_for_tree(base: &Path, pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while trees_of(base, pid).is_empty() || faultscale_processes().len() < 2 {
-        assert!(Instant::now() < deadline, "run {pid} did not start");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// A character device node like /dev/null (1,3), made in `dir`.
-fn private_null(dir: &Path) -> std::path::PathBuf {
-    let node = dir.join("null");
+/// A character device node (major, minor) named `name`, made in `dir`: the test's own, never
+/// one of the machine's /dev files.
+fn device_node(dir: &Path, name: &str, major: u32, minor: u32) -> std::path::PathBuf {
+    let node = dir.join(name);
     let c_path = std::ffi::CString::new(node.to_str().unwrap()).unwrap();
-    let rc = unsafe { libc::mknod(c_path.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+    let rc = unsafe { libc::mknod(c_path.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(major, minor)) };
     assert_eq!(rc, 0, "mknod {}: {}", node.display(), std::io::Error::last_os_error());
     node
 }
@@ -66,7 +55,7 @@ fn outputs_keep_the_kind_of_file_they_were() {
     assert_eq!(read_csv(&target).len(), 2);
 
     // A private character device: written to, still a device.
-    let null = private_null(dir.path());
+    let null = device_node(dir.path(), "null", 1, 3);
     let (_, output) = run_clean(&base, &args(&["--csv", null.to_str().unwrap(), "--json", null.to_str().unwrap()]));
     assert!(!output.status.success(), "one device named twice must be refused");
     let (_, output) = run_clean(&base, &args(&["--csv", null.to_str().unwrap()]));
@@ -167,7 +156,7 @@ fn a_cgroup_kept_busy_does_not_void_the_measurements() {
     let csv = dir.path().join("busy.csv");
     let child = spawn(&["--base", "self", "--cgroup", "child", "--duration", "1", "--csv", csv.to_str().unwrap()]);
     let pid = child.id();
-    wait_for_tree(&base, pid);
+    wait_running(&base, pid);
     // A process of the test's own moves into the run's child cgroup, so it cannot be removed.
     let tree = trees_of(&base, pid).pop().unwrap();
     let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
@@ -242,7 +231,7 @@ fn cleanup_judges_liveness_across_pid_namespaces() {
     // A live run in its own PID namespace (pid 1 there) survives a host cleanup.
     let run = unshare(&["--duration", "1", "--repeat", "2", "--csv", csv.to_str().unwrap()]);
     let inner = namespace_init(run.id());
-    wait_for_tree(&base, 1);
+    wait_running(&base, 1);
     let cleanup = Command::new(binary.as_path()).args(["cleanup", "--base", "self"]).output().unwrap();
     let output = run.wait_with_output().unwrap();
     assert_nothing_left(&base, 1);
@@ -253,7 +242,7 @@ fn cleanup_judges_liveness_across_pid_namespaces() {
     // A SIGKILLed run that was pid 1 there: host pid 1 is alive, yet its tree goes.
     let run = unshare(&["--duration", "30"]);
     let inner = namespace_init(run.id());
-    wait_for_tree(&base, 1);
+    wait_running(&base, 1);
     signal(inner, libc::SIGKILL);
     let _ = run.wait_with_output().unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -279,7 +268,7 @@ fn plot_and_compare_end_at_once_on_hostile_files() {
     std::fs::write(&negative_tasks, format!("{header}r,anon,process,-3,root,0,,1000,1\n")).unwrap();
     let fifo = dir.path().join("fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    let zero = private_zero(dir.path());
+    let zero = device_node(dir.path(), "zero", 1, 5);
     let svg = dir.path().join("out.svg");
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["plot", infinite.to_str().unwrap(), "-o", svg.to_str().unwrap()], "\"inf\""),
@@ -297,15 +286,6 @@ fn plot_and_compare_end_at_once_on_hostile_files() {
         assert!(started.elapsed() < Duration::from_secs(5), "{all:?} took {:?}", started.elapsed());
     }
     assert!(!svg.exists());
-}
-
-/// A character device like /dev/zero (1,5), made in `dir`.
-fn private_zero(dir: &Path) -> std::path::PathBuf {
-    let node = dir.join("zero");
-    let c_path = std::ffi::CString::new(node.to_str().unwrap()).unwrap();
-    let rc = unsafe { libc::mknod(c_path.as_ptr(), libc::S_IFCHR | 0o444, libc::makedev(1, 5)) };
-    assert_eq!(rc, 0, "mknod {}: {}", node.display(), std::io::Error::last_os_error());
-    node
 }
 
 #[test]
@@ -354,7 +334,7 @@ fn every_catchable_terminating_signal_cleans_up() {
             csv.to_str().unwrap(),
         ]);
         let pid = child.id();
-        wait_for_tree(&base, pid);
+        wait_running(&base, pid);
         std::thread::sleep(Duration::from_millis(200));
         signal(pid, sig);
         let output = child.wait_with_output().unwrap();
@@ -380,7 +360,7 @@ fn sigkill_leaves_a_run_directory_that_cleanup_removes() {
         dir.path().to_str().unwrap(),
     ]);
     let pid = child.id();
-    wait_for_tree(&base, pid);
+    wait_running(&base, pid);
     signal(pid, libc::SIGKILL);
     let _ = child.wait_with_output().unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -405,7 +385,7 @@ fn ctrl_z_stops_the_workers_and_the_slice_is_flagged() {
     let csv = dir.path().join("out.csv");
     let child = spawn(&["--base", "self", "--no-baseline", "--duration", "1", "--csv", csv.to_str().unwrap()]);
     let pid = child.id();
-    wait_for_tree(&base, pid);
+    wait_running(&base, pid);
     std::thread::sleep(Duration::from_millis(300));
     signal(pid, libc::SIGTSTP);
     std::thread::sleep(Duration::from_millis(300));
@@ -468,7 +448,7 @@ fn warnings_say_what_really_happened() {
     // A stop with nothing completed says nothing was written, not "wrote the 0".
     let child = spawn(&["--base", "self", "--duration", "30"]);
     let pid = child.id();
-    wait_for_tree(&base, pid);
+    wait_running(&base, pid);
     std::thread::sleep(Duration::from_millis(300));
     signal(pid, libc::SIGINT);
     let output = child.wait_with_output().unwrap();

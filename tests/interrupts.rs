@@ -7,22 +7,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-fn signal(pid: u32, signal: i32) {
-    assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0, "kill({pid}, {signal})");
-}
-
-/// Waits until run `pid` has built its tree and started its workers.
-fn wait_running(base: &std::path::Path, pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if !trees_of(base, pid).is_empty() && faultscale_processes().len() > 1 {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    panic!("run {pid} did not start");
-}
-
 #[test]
 fn each_stop_signal_in_each_phase_cleans_up_with_its_exit_code() {
     let Some(_serial) = needs_root() else { return };

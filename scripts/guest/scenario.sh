@@ -53,4 +53,33 @@ if [ "$FS_MODE" = v2 ]; then
     rmdir $cg/busy $cg/deleg
 fi
 
+# Cleanup judges liveness by the run's lock on its tree: a live run's tree is kept, a
+# SIGKILLed run's tree (its workers dead with it) is removed.
+"$B" --base root --cgroup child --duration 4 > "$O/live.out" 2>&1 &
+live=$!
+sleep 2
+run cleanup-live cleanup --base root
+wait $live
+echo $? > "$O/live.rc"
+"$B" --base root --cgroup child --duration 60 > /dev/null 2>&1 &
+doomed=$!
+sleep 2
+kill -9 $doomed
+wait $doomed 2>/dev/null
+sleep 1
+run cleanup-dead cleanup --base root
+
+# Outputs: through a symlink the target is written and the link stays; SIGQUIT is handled
+# like Ctrl-C.
+echo old > "$O/target.csv"
+ln -s target.csv "$O/link.csv"
+run link --base root --cgroup child --duration 0.3 --csv "$O/link.csv"
+[ -L "$O/link.csv" ] && echo link > "$O/link_kind.txt"
+"$B" --base root --cgroup nested:3 --duration 60 > /dev/null 2>&1 &
+quit=$!
+sleep 2
+kill -QUIT $quit
+wait $quit
+echo $? > "$O/quit.rc"
+
 find $cg -name 'faultscale-*' > "$O/leftovers.txt"

@@ -175,3 +175,16 @@ pub fn read_csv(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
 pub fn number(row: &std::collections::HashMap<String, String>, column: &str) -> f64 {
     row[column].parse().unwrap_or_else(|_| panic!("{column} = {:?} is not a number", row[column]))
 }
+
+pub fn signal(pid: u32, signal: i32) {
+    assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0, "kill({pid}, {signal})");
+}
+
+/// Waits until run `pid` (as its tree names it) has built its tree and started its workers.
+pub fn wait_running(base: &Path, pid: u32) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while trees_of(base, pid).is_empty() || faultscale_processes().len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "run {pid} did not start");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
