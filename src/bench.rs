@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use anyhow::Result;
 
 use crate::cgroup::tree::LeafSpec;
-use crate::cgroup::{self, Leaf, Tree};
+use crate::cgroup::{self, BaseSpec, Leaf, Tree};
 use crate::measure::memcg;
 use crate::measure::procfs::others_named;
 use crate::plan::{Plan, cpus_for_tasks, order};
@@ -20,23 +20,40 @@ pub fn run(plan: &Plan, allowed_cpus: &[usize], progress: &mut dyn Progress) -> 
     let detected = cgroup::detect()?;
     let hierarchy = detected.memory_hierarchy(plan.version)?;
     let base = cgroup::resolve_base(&hierarchy, &plan.base)?;
-    let env = Environment::capture(&detected, &hierarchy, &base, &plan.cpus, allowed_cpus);
+    let mut env = Environment::capture(&detected, &hierarchy, &base, &plan.cpus, allowed_cpus);
+    // `root` only for the hierarchy's true root; anywhere else the baseline is `base`.
+    let mut plan = plan.clone();
+    let at_true_root = hierarchy.is_root(&base) && plan.base != BaseSpec::New;
+    for placement in plan.placements.iter_mut().filter(|p| p.is_root()) {
+        placement.name = if at_true_root { "root" } else { "base" }.into();
+    }
+    let plan = &plan;
     let mut tree = Tree::new(hierarchy.clone(), base, env.cgroup_run_name.clone());
+    if plan.base == BaseSpec::New {
+        tree.make_own_base()?;
+    }
     let specs: Vec<LeafSpec> = plan
         .placements
         .iter()
         .map(|p| LeafSpec { label: &p.name, origin: p.profile.as_deref().unwrap_or(&p.name), levels: &p.levels })
         .collect();
     let leaves = tree.build_all(&specs)?;
+    env.base_cgroup = hierarchy.cgroup_path(tree.base());
+    env.base_depth = tree.baseline_depth();
     let mut warnings: Vec<Warning> =
         tree.changed_outside().map(|control| Warning::MemoryEnabled { control }).into_iter().collect();
     run::set_process_name(run::HARNESS_NAME);
     warnings.extend(others_named(run::HARNESS_NAME).into_iter().map(|pid| Warning::OtherRun { pid }));
-    // The baseline runs in the base itself, whose memcg counts every process there.
-    if let Some(base_leaf) = plan.placements.iter().position(|p| p.is_root()).map(|i| &leaves[i]) {
-        let others = cgroup::fs::process_count(&base_leaf.fs_path).unwrap_or(0).saturating_sub(1);
+    // A baseline in the base itself shares its memcg with every process there.
+    if let Some(index) = plan.placements.iter().position(|p| p.is_root()) {
+        let leaf = &leaves[index];
+        let others = cgroup::base::foreign_processes(&leaf.fs_path).unwrap_or(0);
         if others > 0 {
-            warnings.push(Warning::SharedMemcg { cgroup_path: base_leaf.cgroup_path.clone(), others });
+            warnings.push(Warning::SharedMemcg {
+                placement: plan.placements[index].name.clone(),
+                cgroup_path: leaf.cgroup_path.clone(),
+                others,
+            });
         }
     }
     let knobs = tree.take_applied();

@@ -84,7 +84,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Placements to measure against the root baseline, comma-separated: child, nested:N,
+    /// Placements to measure against the baseline (root in the true root, base elsewhere), comma-separated: child, nested:N,
     /// nested:A..B (a depth sweep), a shipped profile (limited, ...) or a profile .toml path
     #[arg(long, default_value = "child", value_name = "LIST")]
     pub cgroup: String,
@@ -151,8 +151,9 @@ pub struct RunArgs {
     pub kernel_count: KernelCountSource,
 
     /// Cgroup to build under: root (the hierarchy's root), self (the cgroup faultscale runs in;
-    /// containers, CI, delegated setups) or a cgroup path
-    #[arg(long, default_value = "root", value_name = "root|self|PATH")]
+    /// containers, CI, delegated setups), new (a cgroup of faultscale's own, holding only
+    /// itself: a delegated systemd scope where systemd runs) or a cgroup path
+    #[arg(long, default_value = "root", value_name = "root|self|new|PATH")]
     pub base: String,
 
     /// Which hierarchy holds the memory controller to use

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 
 use crate::bench;
-use crate::cgroup::VersionChoice;
+use crate::cgroup::{self, BaseSpec, Version, VersionChoice};
 use crate::compare;
 use crate::export::{self, OutputPath, Sink};
 use crate::options::RunOptions;
@@ -23,6 +23,12 @@ use crate::workload;
 pub fn measure(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode> {
     let plan = &options.plan;
     run::require_root("measuring")?;
+    if plan.base == BaseSpec::New
+        && cgroup::base::systemd_manages()
+        && cgroup::detect()?.memory_hierarchy(plan.version)?.version == Version::V2
+    {
+        return Err(in_delegated_scope());
+    }
     // Outputs are resolved and opened before anything is created, so a bad path costs nothing.
     let open = |option: &str, path: &Option<OutputPath>| path.as_ref().map(|p| Sink::open(option, p)).transpose();
     let csv_sink = open("--csv", &options.csv)?;
@@ -83,6 +89,34 @@ pub fn measure(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode>
     }
     let clean = report.failures.is_empty() && report.removal_error.is_none() && !write_failed;
     Ok(if clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `--base new` where systemd manages the cgroup tree: its delegation rules forbid making
+/// cgroups inside its slices behind its back, so faultscale asks it for a delegated transient
+/// scope of its own (`systemd-run --scope -p Delegate=yes`) and runs again in it with
+/// `--base self`. Returns only if that could not be started.
+fn in_delegated_scope() -> anyhow::Error {
+    use std::os::unix::process::CommandExt;
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    for index in 0..args.len() {
+        if args[index] == "--base=new" {
+            args[index] = "--base=self".into();
+        } else if args[index] == "--base" && args.get(index + 1).is_some_and(|a| a == "new") {
+            args[index + 1] = "self".into();
+        }
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return anyhow::anyhow!("--base new: finding faultscale's own path for systemd-run: {e}"),
+    };
+    let error = std::process::Command::new("systemd-run")
+        .args(["--scope", "-p", "Delegate=yes", "--quiet", "--collect", "--"])
+        .arg(exe)
+        .args(args)
+        .exec();
+    anyhow::anyhow!(
+        "--base new: starting systemd-run for a delegated scope: {error}; install systemd-run or use --base self in a delegated cgroup"
+    )
 }
 
 pub fn env(version: VersionChoice, base: &str) -> Result<ExitCode> {

@@ -68,11 +68,12 @@ impl RunOptions {
         if placements.is_empty() {
             bail!("--no-baseline with --cgroup root leaves nothing to measure; name a placement such as child");
         }
-        // The baseline's name is taken: a profile called root would make two "root" rows.
-        if let Some(clash) = placements.iter().find(|p| p.name == "root" && !p.is_root()) {
+        // The baseline's names are taken: a profile called root would make two "root" rows.
+        if let Some(clash) = placements.iter().find(|p| (p.name == "root" || p.name == "base") && !p.is_root()) {
             bail!(
-                "--cgroup {:?}: the profile is named root, which is the baseline's name; rename the profile",
-                clash.profile.as_deref().unwrap_or(&clash.name)
+                "--cgroup {:?}: the profile is named {}, which is the baseline's name; rename the profile",
+                clash.profile.as_deref().unwrap_or(&clash.name),
+                clash.name
             );
         }
 

@@ -12,7 +12,7 @@ pub struct Key {
     pub workload: String,
     pub mode: String,
     pub tasks: u64,
-    /// Root first, then placements by name.
+    /// The baseline first, then placements by name.
     pub placement: (bool, String),
 }
 
@@ -48,7 +48,12 @@ fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> 
 const FACTS: [&str; 5] = ["kernel", "host", "cgroup_version", "thp_enabled", "governor"];
 
 pub fn key(workload: &str, mode: &str, tasks: u64, placement: &str) -> Key {
-    Key { workload: workload.into(), mode: mode.into(), tasks, placement: (placement != "root", placement.into()) }
+    Key { workload: workload.into(), mode: mode.into(), tasks, placement: (!is_baseline(placement), placement.into()) }
+}
+
+/// The baseline's names: `root` in the hierarchy's true root, `base` anywhere else.
+pub fn is_baseline(placement: &str) -> bool {
+    placement == "root" || placement == "base"
 }
 
 impl RunFile {
@@ -85,12 +90,13 @@ impl RunFile {
         let column = |wanted: &str| {
             headers
                 .iter()
-                .position(|h| h == wanted)
+                // Files written before the baseline could be `base` call the ratio ratio_vs_root.
+                .position(|h| h == wanted || (wanted == "ratio_vs_baseline" && h == "ratio_vs_root"))
                 .ok_or_else(|| anyhow!("{name}: no {wanted} column; is this a faultscale --csv file?"))
         };
         let depth_column = headers.iter().position(|h| h == "depth");
         let [workload, mode, tasks, placement, cpu, rate, ratio] =
-            ["workload", "mode", "tasks", "placement", "cpu", "faults_per_sec", "ratio_vs_root"].map(column);
+            ["workload", "mode", "tasks", "placement", "cpu", "faults_per_sec", "ratio_vs_baseline"].map(column);
         let (workload, mode, tasks, placement, cpu, rate, ratio) =
             (workload?, mode?, tasks?, placement?, cpu?, rate?, ratio?);
         let mut file = RunFile { name: name.clone(), ..Default::default() };
@@ -149,9 +155,10 @@ impl RunFile {
             if let Some(depth) = m["depth"].as_u64() {
                 file.depths.insert(placement.to_string(), depth);
             }
-            let ratio = match &m["ratio_vs_root"] {
+            let ratio_field = if m.get("ratio_vs_baseline").is_some() { "ratio_vs_baseline" } else { "ratio_vs_root" };
+            let ratio = match &m[ratio_field] {
                 serde_json::Value::Null => None,
-                value => Some(figure(&name, placement, "ratio_vs_root", value.as_f64(), &value.to_string())?),
+                value => Some(figure(&name, placement, "ratio_vs_baseline", value.as_f64(), &value.to_string())?),
             };
             file.add(key(workload, mode, tasks, placement), rate, ratio);
         }
@@ -177,14 +184,14 @@ mod tests {
 
     #[test]
     fn non_finite_negative_and_impossible_figures_are_refused() {
-        let header = "workload,mode,tasks,placement,cpu,faults_per_sec,ratio_vs_root\n";
+        let header = "workload,mode,tasks,placement,cpu,faults_per_sec,ratio_vs_baseline\n";
         for (row, why) in [
             ("anon,process,2,root,,inf,", "faults_per_sec \"inf\""),
             ("anon,process,2,root,,NaN,", "faults_per_sec \"NaN\""),
             ("anon,process,2,root,,-5,", "faults_per_sec \"-5\""),
             ("anon,process,-3,root,,5,", "tasks \"-3\""),
             ("anon,process,0,root,,5,", "tasks \"0\""),
-            ("anon,process,2,child,,5,inf", "ratio_vs_root \"inf\""),
+            ("anon,process,2,child,,5,inf", "ratio_vs_baseline \"inf\""),
         ] {
             let err = RunFile::from_csv("x.csv".into(), &format!("{header}{row}\n")).unwrap_err().to_string();
             assert!(err.starts_with("x.csv: row 2: ") && err.contains(why), "{row}: {err}");

@@ -47,8 +47,8 @@ pub fn summarize(values: &[f64]) -> Option<Summary> {
 /// The overhead of a placement from its rate ratio to the baseline (placement / root): the
 /// placement's cost per fault over the baseline's, root rate / placement rate, as the 2009
 /// post's 109%. None for a ratio that is not a positive number.
-pub fn overhead(ratio_vs_root: f64) -> Option<f64> {
-    (ratio_vs_root > 0.0 && ratio_vs_root.is_finite()).then(|| 1.0 / ratio_vs_root)
+pub fn overhead(ratio_vs_baseline: f64) -> Option<f64> {
+    (ratio_vs_baseline > 0.0 && ratio_vs_baseline.is_finite()).then(|| 1.0 / ratio_vs_baseline)
 }
 
 /// Two-sided 95% Student t quantile for `df` degrees of freedom.

@@ -125,8 +125,37 @@ fn pure_v2_at_the_true_root() {
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r["cgroup_path"].starts_with("/deleg/faultscale-")));
     assert_eq!(read(dir, "deleg_subtree_after.txt").trim(), "");
-    assert_eq!(rc(dir, "deleg-baseline"), 1);
-    assert!(read(dir, "deleg-baseline.err").contains("--no-baseline"));
+    // Below the true root the baseline runs in a leaf of its own and is called base.
+    assert_eq!(rc(dir, "deleg-baseline"), 0, "{}", read(dir, "deleg-baseline.err"));
+    let rows = read_csv(&dir.join("deleg-baseline.csv"));
+    assert_eq!(rows[0]["placement"], "base");
+    assert!(rows[0]["cgroup_path"].ends_with("-base"), "{}", rows[0]["cgroup_path"]);
+    assert!(read(dir, "deleg-baseline.out").contains("base/child overhead"), "{}", read(dir, "deleg-baseline.out"));
+
+    // Session shape: --base self refused in one line, nothing created, the other process
+    // where it was; --base new works beside it.
+    assert_eq!(rc(dir, "session-self"), 1);
+    let err = read(dir, "session-self.err");
+    assert!(err.lines().count() == 1 && err.contains("holds 1 process(es)") && err.contains("--base new"), "{err}");
+    assert_eq!(read(dir, "session_self_left.txt"), "");
+    assert_eq!(read(dir, "session_other_cgroup.txt").trim(), "0::/user.slice/session.scope");
+    assert_eq!(rc(dir, "session-new"), 0, "{}", read(dir, "session-new.err"));
+    let rows = read_csv(&dir.join("session-new.csv"));
+    let placements: Vec<&str> = rows.iter().map(|r| r["placement"].as_str()).collect();
+    assert_eq!(placements, ["base", "child", "nested:2"]);
+    assert!(number(&rows[1], "memcg_pgfault") > 0.0);
+    assert!(rows.iter().all(|r| r["cgroup_path"].starts_with("/user.slice/faultscale-")), "{rows:?}");
+    assert_eq!(number(&rows[0], "base_depth"), 3.0, "/user.slice/faultscale-...-new/...-base");
+    assert!(read(dir, "session-env.out").contains("faultscale --base new"), "{}", read(dir, "session-env.out"));
+    assert_eq!(read(dir, "session_procs_after.txt").trim(), "1", "only the other process is left there");
+
+    // Scope shape: --base self works and leaves the scope exactly as found.
+    assert_eq!(rc(dir, "scope-self"), 0, "{}", read(dir, "scope-self.err"));
+    let placements: Vec<String> =
+        read_csv(&dir.join("scope-self.csv")).iter().map(|r| r["placement"].clone()).collect();
+    assert_eq!(placements, ["base", "child", "nested:2"]);
+    assert_eq!(read(dir, "scope_subtree_before.txt"), read(dir, "scope_subtree_after.txt"));
+    assert_eq!(read(dir, "scope_children_after.txt"), "");
 }
 
 #[test]

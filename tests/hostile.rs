@@ -199,7 +199,7 @@ fn a_worker_lost_before_ready_fails_its_placement_only() {
         stderr.lines().find(|l| l.starts_with("faultscale: error: zero repetition 1: worker ")).expect(&stderr);
     assert!(failure.contains(" on CPU "), "{failure}");
     let placements: Vec<String> = read_csv(&csv).iter().map(|r| r["placement"].clone()).collect();
-    assert_eq!(placements, ["root", "child"]);
+    assert_eq!(placements, ["base", "child"]);
 }
 
 /// The host pid of the process `unshare -f` forked (pid 1 of the new namespace).
@@ -406,7 +406,7 @@ fn ctrl_z_stops_the_workers_and_the_slice_is_flagged() {
     let rows = read_csv(&csv);
     assert_eq!(rows[0]["overran"], "true");
     assert!(number(&rows[0], "duration_s") > 1.1, "{:?}", rows[0]["duration_s"]);
-    assert_eq!(rows[0]["ratio_vs_root"], "");
+    assert_eq!(rows[0]["ratio_vs_baseline"], "");
 }
 
 #[test]

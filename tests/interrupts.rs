@@ -192,7 +192,7 @@ fn an_oom_killed_worker_is_reported_for_its_placement_and_the_others_still_repor
     assert!(stderr.contains("tiny repetition 1: worker") && stderr.contains("the OOM killer ran in"), "{stderr}");
     let rows = read_csv(&csv);
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0]["placement"], "root");
+    assert_eq!(rows[0]["placement"], "base");
 }
 
 #[test]

@@ -28,13 +28,13 @@ fn root_child_and_nested_rows_with_agreeing_counts() {
     assert!(output.status.success(), "stderr: {}", text(&output.stderr));
 
     let stdout = text(&output.stdout);
-    assert!(stdout.contains("root/child overhead: "), "{stdout}");
-    assert!(stdout.contains("root/nested:3 overhead: "), "{stdout}");
+    assert!(stdout.contains("base/child overhead: "), "{stdout}");
+    assert!(stdout.contains("base/nested:3 overhead: "), "{stdout}");
 
     let rows = read_csv(&csv);
     let summaries: Vec<_> = rows.iter().filter(|r| r["cpu"].is_empty()).collect();
     let placements: Vec<&str> = summaries.iter().map(|r| r["placement"].as_str()).collect();
-    assert_eq!(placements, ["root", "child", "nested:3"]);
+    assert_eq!(placements, ["base", "child", "nested:3"]);
     let depths: Vec<f64> = summaries.iter().map(|r| number(r, "depth")).collect();
     assert_eq!(depths, [0.0, 1.0, 3.0]);
 
@@ -58,11 +58,11 @@ fn root_child_and_nested_rows_with_agreeing_counts() {
         assert!((memcg - kernel).abs() <= 0.01 * kernel, "{}: memcg {memcg} vs kernel {kernel}", row["placement"]);
         assert!(row["cgroup_path"].contains(&format!("/faultscale-{pid}-")), "{}", row["cgroup_path"]);
     }
-    assert_eq!(number(summaries[0], "ratio_vs_root"), 1.0);
+    assert_eq!(number(summaries[0], "ratio_vs_baseline"), 1.0);
     let root_rate = number(summaries[0], "faults_per_sec");
     for row in &summaries[1..] {
         let expected = number(row, "faults_per_sec") / root_rate;
-        assert!((number(row, "ratio_vs_root") - expected).abs() < 1e-5);
+        assert!((number(row, "ratio_vs_baseline") - expected).abs() < 1e-5);
     }
 
     // --per-cpu: one row per worker, summing to the summary.
@@ -120,7 +120,7 @@ fn csv_to_stdout_is_pure_csv() {
     let mut lines = stdout.lines();
     assert!(lines.next().unwrap().starts_with("run_id,started_at,host,kernel,cgroup_version,workload"));
     assert_eq!(lines.count(), 2, "{stdout}");
-    assert!(text(&output.stderr).contains("root/child overhead"));
+    assert!(text(&output.stderr).contains("base/child overhead"));
 }
 
 #[test]

@@ -100,7 +100,7 @@ fn every_numeric_cell_is_a_number_in_libreoffice() {
         "sys_s",
         "memcg_pgfault",
         "start_skew_us",
-        "ratio_vs_root",
+        "ratio_vs_baseline",
         "cpu",
     ];
     let mut checked = 0;

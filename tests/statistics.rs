@@ -45,7 +45,7 @@ fn repetitions_interleave_and_json_carries_everything() {
         rows.iter().map(|r| (r["sequence"].clone(), r["repetition"].clone(), r["placement"].clone())).collect();
     assert_eq!(
         order,
-        [("0", "1", "root"), ("1", "1", "child"), ("2", "2", "child"), ("3", "2", "root")].map(|(a, b, c)| (
+        [("0", "1", "base"), ("1", "1", "child"), ("2", "2", "child"), ("3", "2", "base")].map(|(a, b, c)| (
             a.to_string(),
             b.to_string(),
             c.to_string()

@@ -101,14 +101,14 @@ fn a_task_sweep_yields_a_row_per_count_and_placement() {
     let rows = read_csv(&csv);
     let keys: Vec<(String, String)> = rows.iter().map(|r| (r["tasks"].clone(), r["placement"].clone())).collect();
     let expected: Vec<(String, String)> =
-        ["1", "2", "3"].iter().flat_map(|t| ["root", "child"].map(|p| (t.to_string(), p.to_string()))).collect();
+        ["1", "2", "3"].iter().flat_map(|t| ["base", "child"].map(|p| (t.to_string(), p.to_string()))).collect();
     assert_eq!(keys, expected);
     // More tasks than allowed CPUs are placed round-robin, and the run says so.
     let cpus = std::thread::available_parallelism().unwrap().get();
     let oversubscribed = format!("3 tasks on {cpus} CPUs");
     assert_eq!(text(&output.stderr).contains(&oversubscribed), 3 > cpus, "{}", text(&output.stderr));
     assert!(stdout.contains("scaling (vs linear"), "{stdout}");
-    assert!(stdout.contains("root/child overhead at 1 task:"), "{stdout}");
+    assert!(stdout.contains("base/child overhead at 1 task:"), "{stdout}");
     for row in &rows {
         let per_task = number(row, "faults_per_sec_per_task") * number(row, "tasks");
         assert!((per_task - number(row, "faults_per_sec")).abs() < 1.0);

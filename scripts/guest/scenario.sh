@@ -12,6 +12,12 @@ run() { # name, args...
     echo $? > "$O/$name.rc"
 }
 
+run_in() { # cgroup directory, name, args...: faultscale started from inside that cgroup
+    dir=$1; name=$2; shift 2
+    sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec "$@"' sh "$dir" "$B" "$@" > "$O/$name.out" 2> "$O/$name.err"
+    echo $? > "$O/$name.rc"
+}
+
 run env env
 [ "$FS_MODE" = v2 ] && cat $cg/cgroup.subtree_control > "$O/subtree_before.txt"
 
@@ -49,8 +55,35 @@ if [ "$FS_MODE" = v2 ]; then
     mkdir $cg/deleg
     run deleg --base /deleg --cgroup child,nested:2 --no-baseline --duration 0.3 --csv "$O/deleg.csv"
     cat $cg/deleg/cgroup.subtree_control > "$O/deleg_subtree_after.txt"
-    run deleg-baseline --base /deleg --cgroup child --duration 0.3
+    run deleg-baseline --base /deleg --cgroup child --duration 0.3 --csv "$O/deleg-baseline.csv"
     rmdir $cg/busy $cg/deleg
+
+    # A systemd login session's shape: /user.slice/session.scope holds a shell and another
+    # process; /user.slice gives memory to its children. --base self must refuse, create
+    # nothing and move nobody; --base new must work beside it.
+    mkdir -p $cg/user.slice/session.scope
+    echo +memory > $cg/user.slice/cgroup.subtree_control
+    sleep 120 &
+    other=$!
+    echo $other > $cg/user.slice/session.scope/cgroup.procs
+    run_in $cg/user.slice/session.scope session-self --base self --duration 0.3
+    find $cg -name 'faultscale-*' > "$O/session_self_left.txt"
+    grep '^0::' /proc/$other/cgroup > "$O/session_other_cgroup.txt"
+    run_in $cg/user.slice/session.scope session-new --base new --cgroup child,nested:2 --duration 0.5 --csv "$O/session-new.csv"
+    run_in $cg/user.slice/session.scope session-env env --base self
+    cat $cg/user.slice/session.scope/cgroup.procs | wc -l > "$O/session_procs_after.txt"
+    kill $other
+    wait $other 2>/dev/null
+
+    # A delegated scope's shape (systemd-run --scope -p Delegate=yes): an empty cgroup that
+    # holds only faultscale. --base self works and leaves it exactly as found.
+    mkdir -p $cg/system.slice/fs.scope
+    echo +memory > $cg/system.slice/cgroup.subtree_control
+    cat $cg/system.slice/fs.scope/cgroup.subtree_control > "$O/scope_subtree_before.txt"
+    run_in $cg/system.slice/fs.scope scope-self --base self --cgroup child,nested:2 --duration 0.5 --csv "$O/scope-self.csv"
+    cat $cg/system.slice/fs.scope/cgroup.subtree_control > "$O/scope_subtree_after.txt"
+    find $cg/system.slice/fs.scope -mindepth 1 -type d > "$O/scope_children_after.txt"
+    rmdir $cg/system.slice/fs.scope $cg/system.slice $cg/user.slice/session.scope $cg/user.slice
 fi
 
 # Cleanup judges liveness by the run's lock on its tree: a live run's tree is kept, a

@@ -23,6 +23,10 @@ pub enum BaseSpec {
     Root,
     /// The cgroup faultscale itself runs in.
     OwnCgroup,
+    /// A cgroup of faultscale's own, made for the run: in the cgroup faultscale runs in (v1),
+    /// or beside it in the nearest ancestor that gives memory to its children and holds no
+    /// process (v2); faultscale moves only itself into it and removes it at the end.
+    New,
     /// A cgroup path, hierarchy-relative (`/a/b`) or on disk (`/sys/fs/cgroup/memory/a/b`).
     Path(String),
 }
@@ -32,7 +36,8 @@ impl BaseSpec {
         Ok(match text {
             "root" => BaseSpec::Root,
             "self" => BaseSpec::OwnCgroup,
-            "" => bail!("--base \"\": empty; use root, self or a cgroup path"),
+            "new" => BaseSpec::New,
+            "" => bail!("--base \"\": empty; use root, self, new or a cgroup path"),
             path if path.contains('\n') || path.contains('\0') => {
                 bail!("--base {path:?}: a cgroup path cannot contain newlines or NUL")
             }
@@ -47,6 +52,7 @@ pub fn resolve_base(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
     let (label, candidate) = match spec {
         BaseSpec::Root => ("root".to_string(), hierarchy.fs_path(&hierarchy.mount_root)),
         BaseSpec::OwnCgroup => ("self".to_string(), hierarchy.fs_path(&hierarchy.own_path)),
+        BaseSpec::New => ("new".to_string(), Some(home_for_new(hierarchy)?)),
         BaseSpec::Path(path) => {
             if Path::new(path).components().any(|c| c == Component::ParentDir) {
                 bail!("--base {path}: `..` is not allowed; give the cgroup's full path");
@@ -88,6 +94,48 @@ pub fn resolve_base(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
     Ok(resolved)
 }
 
+/// Where `--base new` makes its cgroup: v1 in faultscale's own cgroup (no rule against
+/// processes beside children there); v2 in the nearest ancestor that already gives memory to
+/// its children and holds no process (or the root), so no ancestor's subtree_control is ever
+/// written and no process but faultscale is moved.
+fn home_for_new(hierarchy: &Hierarchy) -> Result<PathBuf> {
+    let own = hierarchy.fs_path(&hierarchy.own_path).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--base new: this process's cgroup {} is not visible under {}",
+            hierarchy.own_path,
+            hierarchy.mount_point.display()
+        )
+    })?;
+    if hierarchy.version == Version::V1 {
+        return Ok(own);
+    }
+    let mut candidate = own.parent().map(Path::to_path_buf);
+    while let Some(dir) = candidate {
+        if !dir.starts_with(&hierarchy.mount_point) {
+            break;
+        }
+        let usable = hierarchy.is_root(&dir)
+            || (memory_delegated(&dir).unwrap_or(false) && !cgfs::has_processes(&dir).unwrap_or(true));
+        if usable {
+            return Ok(dir);
+        }
+        if dir == hierarchy.mount_point {
+            break;
+        }
+        candidate = dir.parent().map(Path::to_path_buf);
+    }
+    bail!(
+        "--base new: no ancestor of {} gives memory to its children while holding no process; run it in a delegated scope instead: systemd-run --scope -p Delegate=yes faultscale --base self ...",
+        hierarchy.own_path
+    )
+}
+
+/// Whether a service manager owns the cgroup tree (systemd's own test, sd_booted): then new
+/// cgroups are asked of it, never made inside its slices behind its back.
+pub fn systemd_manages() -> bool {
+    Path::new("/run/systemd/system").is_dir()
+}
+
 /// Why a run under a base would fail, or what it would do that the user should know.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BaseProblem {
@@ -95,42 +143,77 @@ pub enum BaseProblem {
     NotWritable(PathBuf),
     /// v2: the parent's cgroup.subtree_control lacks memory.
     MemoryNotEnabled,
-    /// v2: the base holds processes and has not enabled memory for its children.
-    HoldsProcesses,
-    /// v2: below the true root the baseline cannot share the base with memory-using children.
-    NotHierarchyRoot,
+    /// v2 below the root: processes faultscale did not start live here, so it cannot give
+    /// memory to children (the no-internal-processes rule).
+    HoldsProcesses(usize),
     /// v1: memory.use_hierarchy is 0.
     FlatHierarchy,
 }
 
 impl BaseProblem {
-    /// Whether no run at all can use the base (the others only rule out some placements).
+    /// Whether no run at all can use the base.
     pub fn blocks_every_run(&self) -> bool {
-        matches!(self, BaseProblem::NotRoot | BaseProblem::NotWritable(_) | BaseProblem::MemoryNotEnabled)
+        !matches!(self, BaseProblem::FlatHierarchy)
     }
 }
 
 impl fmt::Display for BaseProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BaseProblem::NotRoot => f.write_str("not running as root: creating cgroups and moving processes needs root"),
+            BaseProblem::NotRoot => {
+                f.write_str("not running as root: creating cgroups and moving processes needs root")
+            }
             BaseProblem::NotWritable(base) => {
                 write!(f, "{} is not writable here (read-only cgroupfs or no permission)", base.display())
             }
             BaseProblem::MemoryNotEnabled => {
                 f.write_str("memory is not enabled for this cgroup: its parent's cgroup.subtree_control lacks +memory")
             }
-            BaseProblem::HoldsProcesses => f.write_str(
-                "it holds processes, so its children cannot get memory (no-internal-processes rule): only --cgroup root works here; move the processes to a leaf for child placements",
-            ),
-            BaseProblem::NotHierarchyRoot => f.write_str(
-                "not the hierarchy root: the baseline can only run here without child placements (or use --no-baseline)",
+            BaseProblem::HoldsProcesses(count) => write!(
+                f,
+                "it holds {count} process(es) faultscale did not start, so its children cannot get memory (no-internal-processes rule)"
             ),
             BaseProblem::FlatHierarchy => {
                 f.write_str("memory.use_hierarchy is 0: children are not charged to this cgroup (old v1 semantics)")
             }
         }
     }
+}
+
+/// What a run under `base` can measure, in one line for `faultscale env`, with the command
+/// that makes the rest work when something does not.
+pub fn what_works(hierarchy: &Hierarchy, base: &Path, problems: &[BaseProblem]) -> String {
+    let way_out = if systemd_manages() {
+        "faultscale --base new (a delegated systemd scope of its own), or systemd-run --scope -p Delegate=yes faultscale --base self"
+    } else {
+        "faultscale --base new (a cgroup of its own beside this one)"
+    };
+    if let Some(problem) = problems.iter().find(|p| p.blocks_every_run()) {
+        return match problem {
+            BaseProblem::NotRoot => "nothing until run as root: sudo faultscale ...".into(),
+            _ => format!("nothing here; run: {way_out}"),
+        };
+    }
+    let v1_only = if hierarchy.version == Version::V1 {
+        "; profiles with memory.high, memory.min or memory.oom.group need cgroup v2"
+    } else {
+        ""
+    };
+    if hierarchy.is_root(base) {
+        format!("all: the baseline `root` in the true root cgroup, child, nested:N and profiles below it{v1_only}")
+    } else if hierarchy.version == Version::V2 {
+        format!(
+            "all: the baseline `base` in a leaf of its own, child, nested:N and profiles one level per step below it (faultscale moves itself into a leaf meanwhile){v1_only}"
+        )
+    } else {
+        format!("all: the baseline `base` in this cgroup, child, nested:N and profiles below it{v1_only}")
+    }
+}
+
+/// Processes in `dir` other than this one.
+pub fn foreign_processes(dir: &Path) -> Result<usize> {
+    let own = std::process::id().to_string();
+    Ok(cgfs::read(&dir.join("cgroup.procs"))?.lines().map(str::trim).filter(|p| !p.is_empty() && *p != own).count())
 }
 
 /// Whether the memory controller is available in `dir` (v2: listed in cgroup.controllers).
@@ -159,13 +242,9 @@ pub fn problems(hierarchy: &Hierarchy, base: &Path, is_root: bool) -> Vec<BasePr
             if !memory_available(base).unwrap_or(false) {
                 problems.push(BaseProblem::MemoryNotEnabled);
             }
-            let at_root = hierarchy.is_root(base);
-            let busy = cgfs::has_processes(base).unwrap_or(false);
-            if !at_root && busy && !memory_delegated(base).unwrap_or(false) {
-                problems.push(BaseProblem::HoldsProcesses);
-            }
-            if !at_root {
-                problems.push(BaseProblem::NotHierarchyRoot);
+            let others = foreign_processes(base).unwrap_or(0);
+            if !hierarchy.is_root(base) && others > 0 {
+                problems.push(BaseProblem::HoldsProcesses(others));
             }
         }
         Version::V1 => {

@@ -19,6 +19,8 @@ pub struct Row<'a> {
     pub tasks: usize,
     pub placement: &'a str,
     pub depth: u32,
+    /// Levels between the hierarchy's root and the baseline's cgroup (0: the true root).
+    pub base_depth: usize,
     /// The profile the placement came from (name or path); empty for plain placements.
     pub profile: &'a str,
     pub cgroup_path: &'a str,
@@ -39,7 +41,7 @@ pub struct Row<'a> {
     pub kernel_count_source: &'a str,
     pub memcg_pgfault: Option<u64>,
     pub start_skew_us: Option<f64>,
-    pub ratio_vs_root: Option<f64>,
+    pub ratio_vs_baseline: Option<f64>,
     /// false when a stop signal ended the run before every repetition was measured.
     pub run_complete: bool,
     pub thp_enabled: &'a str,
@@ -72,7 +74,7 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row<'_>> {
                     sys_s: round6(worker.sys_us as f64 / 1e6),
                     memcg_pgfault: None,
                     start_skew_us: None,
-                    ratio_vs_root: None,
+                    ratio_vs_baseline: None,
                     ..summary_row(report, m, workload, mode)
                 });
             }
@@ -95,6 +97,7 @@ fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'static st
         tasks,
         placement: &m.placement.name,
         depth: m.placement.depth,
+        base_depth: env.base_depth,
         profile: m.placement.profile.as_deref().unwrap_or(""),
         cgroup_path: &m.leaf.cgroup_path,
         repetition: m.repetition,
@@ -111,7 +114,7 @@ fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'static st
         kernel_count_source: m.run.kernel_source.name(),
         memcg_pgfault: m.run.memcg_pgfault,
         start_skew_us: Some(round6(m.run.start_skew_ns as f64 / 1e3)),
-        ratio_vs_root: report.ratio_vs_root(m).map(round6),
+        ratio_vs_baseline: report.ratio_vs_baseline(m).map(round6),
         run_complete: report.interrupted.is_none(),
         thp_enabled: &env.thp_enabled,
         governor: &env.governor,
@@ -205,7 +208,7 @@ mod tests {
             "kernel_faults",
             "memcg_pgfault",
             "start_skew_us",
-            "ratio_vs_root",
+            "ratio_vs_baseline",
         ];
         for column in design {
             assert!(headers.iter().any(|h| h == column), "missing {column}");
@@ -217,13 +220,13 @@ mod tests {
         assert_eq!(cell(1, "faults"), "180000");
         assert_eq!(cell(1, "faults_per_sec"), "90000.0");
         assert_eq!(cell(1, "faults_per_sec_per_task"), "45000.0");
-        assert_eq!(cell(1, "ratio_vs_root"), "0.9");
+        assert_eq!(cell(1, "ratio_vs_baseline"), "0.9");
         assert_eq!(cell(0, "cpu"), "");
         assert_eq!(cell(1, "start_skew_us"), "1.0");
         assert_eq!(cell(0, "cgroup_version"), "v1");
         assert_eq!(cell(0, "kernel_count_source"), "minflt");
         // Every numeric cell parses as a number: no separators, no units.
-        for name in ["faults", "faults_per_sec", "kernel_faults", "memcg_pgfault", "duration_s", "ratio_vs_root"] {
+        for name in ["faults", "faults_per_sec", "kernel_faults", "memcg_pgfault", "duration_s", "ratio_vs_baseline"] {
             for row in 0..records.len() {
                 assert!(cell(row, name).parse::<f64>().is_ok(), "{name} = {}", cell(row, name));
             }

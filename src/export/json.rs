@@ -21,7 +21,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
                 "repetition": m.repetition,
                 "sequence": m.sequence,
                 "faults_per_sec": m.faults_per_sec(),
-                "ratio_vs_root": report.ratio_vs_root(m),
+                "ratio_vs_baseline": report.ratio_vs_baseline(m),
                 "run": m.run,
             })
         })

@@ -13,7 +13,7 @@ use anyhow::{Result, anyhow, bail};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::results::RunFile;
+use crate::results::{RunFile, is_baseline};
 use crate::stats::summarize;
 use crate::text::thousands;
 
@@ -71,7 +71,7 @@ fn series(file: &RunFile, chart: Chart, per_task: bool) -> BTreeMap<String, Vec<
                 // Profiles with knobs are not plain depth steps; the depth line takes root,
                 // child and nested:N only.
                 let name = key.placement.1.as_str();
-                if !(name == "root" || name == "child" || name.starts_with("nested:")) {
+                if !(is_baseline(name) || name == "child" || name.starts_with("nested:")) {
                     continue;
                 }
                 (format!("{} tasks", key.tasks), depth)
@@ -248,10 +248,10 @@ where
         .y_label_formatter(&|y| thousands(*y))
         .label_style(("sans-serif", 14))
         .draw()?;
-    let root = bars.iter().find(|(n, _, _)| n == "root").map(|(_, m, _)| *m);
+    let root = bars.iter().find(|(n, _, _)| is_baseline(n)).map(|(_, m, _)| *m);
     for (index, (name, mean, stddev)) in bars.iter().enumerate() {
         let x = index as f64;
-        let color = if name == "root" { Palette99::pick(1) } else { Palette99::pick(0) };
+        let color = if is_baseline(name) { Palette99::pick(1) } else { Palette99::pick(0) };
         ctx.draw_series(std::iter::once(Rectangle::new([(x - 0.3, 0.0), (x + 0.3, *mean)], color.filled())))?;
         ctx.draw_series(std::iter::once(ErrorBar::new_vertical(x, mean - stddev, *mean, mean + stddev, BLACK, 12)))?;
         if let Some(root) = root {
@@ -271,7 +271,7 @@ mod tests {
     use super::*;
 
     fn file(rows: &[(&str, u64, u64, f64)]) -> RunFile {
-        let mut text = String::from("workload,mode,tasks,placement,depth,cpu,faults_per_sec,ratio_vs_root\n");
+        let mut text = String::from("workload,mode,tasks,placement,depth,cpu,faults_per_sec,ratio_vs_baseline\n");
         for (placement, depth, tasks, rate) in rows {
             for wobble in [0.99, 1.0, 1.01] {
                 text += &format!("anon,process,{tasks},{placement},{depth},,{},\n", rate * wobble);

@@ -84,7 +84,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
         format!("{}/s", report.unit.name()),
         if sweep { "per task" } else { "per CPU" },
         "+-",
-        "vs root"
+        format!("vs {}", report.baseline_name())
     )?;
     let summaries = report.summaries();
     for failure in &report.failures {
@@ -128,7 +128,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
         )?;
     }
     for summary in &summaries {
-        let Some(interval) = summary.overhead_vs_root else { continue };
+        let Some(interval) = summary.overhead_vs_baseline else { continue };
         let ci = match (interval.low, interval.high) {
             (Some(low), Some(high)) => format!(
                 "  (95% CI {:.1}-{:.1}%{})",
@@ -143,7 +143,13 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             (true, 1) => " at 1 task".into(),
             (true, tasks) => format!(" at {tasks} tasks"),
         };
-        writeln!(out, "root/{} overhead{at}: {:.1}%{ci}", summary.placement.name, 100.0 * interval.mean)?;
+        writeln!(
+            out,
+            "{}/{} overhead{at}: {:.1}%{ci}",
+            report.baseline_name(),
+            summary.placement.name,
+            100.0 * interval.mean
+        )?;
     }
     if sweep {
         scaling(out, &summaries)?;
@@ -251,6 +257,6 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
             c.overhead_change_points.map(|p| format!("{p:+.1}pt")).unwrap_or("-".into())
         )?;
     }
-    writeln!(out, "* significant at 95% (Welch's t); ? a side has one repetition; ovh = root/placement overhead")?;
+    writeln!(out, "* significant at 95% (Welch's t); ? a side has one repetition; ovh = baseline/placement overhead")?;
     Ok(())
 }

@@ -54,6 +54,7 @@ pub fn print(version: VersionChoice, base: &str) -> Result<bool> {
             for problem in &problems {
                 line("base note", problem);
             }
+            line("placements here", cgroup::base::what_works(h, path, &problems));
             !problems.iter().any(|p| p.blocks_every_run())
         }
         Err(e) => {

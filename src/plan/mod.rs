@@ -62,7 +62,7 @@ pub fn parse_placements(list: &str) -> Result<Vec<Placement>> {
         let item = item.trim();
         let expanded: Vec<Placement> = match item {
             "" => bail!("--cgroup {list:?}: empty placement; use e.g. --cgroup child,nested:3"),
-            "root" => vec![Placement::root()],
+            "root" | "base" => vec![Placement::root()],
             "child" => vec![Placement::plain("child".into(), 1)],
             _ => match item.strip_prefix("nested:") {
                 Some(range) if range.contains("..") => {

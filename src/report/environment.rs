@@ -18,6 +18,9 @@ pub struct Environment {
     pub cgroup_mount: String,
     /// The base, hierarchy-relative.
     pub base_cgroup: String,
+    /// Levels between the hierarchy's root and the baseline's cgroup (0: the true root); a
+    /// row's memcg depth is this plus its own depth.
+    pub base_depth: usize,
     pub cpus: String,
     pub thp_enabled: String,
     pub thp_defrag: String,
@@ -79,6 +82,7 @@ impl Environment {
             cgroup_version: hierarchy.version,
             cgroup_mount: hierarchy.mount_point.display().to_string(),
             base_cgroup: hierarchy.cgroup_path(base),
+            base_depth: hierarchy.cgroup_path(base).split('/').filter(|p| !p.is_empty()).count(),
             cpus: format_cpu_list(cpus),
             thp_enabled: selected_option(&read_line_or("/sys/kernel/mm/transparent_hugepage/enabled", "unknown")),
             thp_defrag: selected_option(&read_line_or("/sys/kernel/mm/transparent_hugepage/defrag", "unknown")),
@@ -110,6 +114,7 @@ impl Environment {
             cgroup_version: Version::V1,
             cgroup_mount: text("/sys/fs/cgroup/memory"),
             base_cgroup: text("/base"),
+            base_depth: 1,
             cpus: text("0-1"),
             thp_enabled: text("madvise"),
             thp_defrag: text("madvise"),

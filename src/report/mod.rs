@@ -63,8 +63,13 @@ pub struct Report {
 }
 
 impl Report {
+    /// The baseline's name: `root` in the hierarchy's true root, `base` anywhere else.
+    pub fn baseline_name(&self) -> &str {
+        self.plan.placements.iter().find(|p| p.is_root()).map(|p| p.name.as_str()).unwrap_or("baseline")
+    }
+
     /// This placement's rate divided by the baseline's rate in the same repetition and task count.
-    pub fn ratio_vs_root(&self, measurement: &Measurement) -> Option<f64> {
+    pub fn ratio_vs_baseline(&self, measurement: &Measurement) -> Option<f64> {
         if measurement.run.overran {
             return None;
         }
@@ -102,8 +107,10 @@ impl Report {
             for placement in &self.plan.placements {
                 let rates: Vec<f64> = self.of(placement, tasks).map(Measurement::faults_per_sec).collect();
                 let Some(rate) = stats::summarize(&rates) else { continue };
-                let overheads: Vec<f64> =
-                    self.of(placement, tasks).filter_map(|m| self.ratio_vs_root(m).and_then(stats::overhead)).collect();
+                let overheads: Vec<f64> = self
+                    .of(placement, tasks)
+                    .filter_map(|m| self.ratio_vs_baseline(m).and_then(stats::overhead))
+                    .collect();
                 let mean_seconds = |get: fn(&WorkerResult) -> u64| {
                     let runs: Vec<f64> = self
                         .of(placement, tasks)
@@ -116,7 +123,7 @@ impl Report {
                     tasks,
                     cgroup_path: &self.of(placement, tasks).next().expect("summarized").leaf.cgroup_path,
                     faults_per_sec: rate,
-                    overhead_vs_root: if placement.is_root() { None } else { stats::ratio_interval(&overheads) },
+                    overhead_vs_baseline: if placement.is_root() { None } else { stats::ratio_interval(&overheads) },
                     user_s: mean_seconds(|w| w.user_us),
                     sys_s: mean_seconds(|w| w.sys_us),
                     vs_linear: None,
@@ -152,7 +159,7 @@ pub struct PlacementSummary<'a> {
     pub cgroup_path: &'a str,
     pub faults_per_sec: stats::Summary,
     /// Root rate / this rate, per repetition, with its 95% interval.
-    pub overhead_vs_root: Option<stats::RatioInterval>,
+    pub overhead_vs_baseline: Option<stats::RatioInterval>,
     /// Workers' user and system CPU seconds, summed over workers, mean over repetitions.
     pub user_s: f64,
     pub sys_s: f64,
@@ -175,12 +182,12 @@ mod tests {
         let placements = [Placement::root(), Placement::plain("child".into(), 1)];
         let summaries = report.summaries();
         assert_eq!(summaries[0].faults_per_sec.mean, 105_000.0);
-        assert!(summaries[0].overhead_vs_root.is_none());
-        let overhead = summaries[1].overhead_vs_root.unwrap();
+        assert!(summaries[0].overhead_vs_baseline.is_none());
+        let overhead = summaries[1].overhead_vs_baseline.unwrap();
         let expected = (100.0 / 90.0 + 110.0 / 100.0 + 105.0 / 95.0) / 3.0;
         assert!((overhead.mean - expected).abs() < 1e-9, "{} vs {expected}", overhead.mean);
         assert!(overhead.excludes(1.0));
         let child_first = report.of(&placements[1], 2).next().unwrap();
-        assert!((report.ratio_vs_root(child_first).unwrap() - 0.9).abs() < 1e-12);
+        assert!((report.ratio_vs_baseline(child_first).unwrap() - 0.9).abs() < 1e-12);
     }
 }

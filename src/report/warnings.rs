@@ -13,7 +13,7 @@ pub enum Warning {
     /// Another faultscale harness runs on the machine: CPUs are shared.
     OtherRun { pid: u32 },
     /// The baseline's memcg_pgfault counts every process in the base, not only the workers.
-    SharedMemcg { cgroup_path: String, others: usize },
+    SharedMemcg { placement: String, cgroup_path: String, others: usize },
     /// More tasks than CPUs: some share a CPU on purpose.
     RoundRobin { tasks: usize, cpus: usize },
     /// A measurement could not count as asked (perf).
@@ -41,9 +41,9 @@ impl fmt::Display for Warning {
                 f,
                 "another faultscale run (pid {pid}) is running on this machine: CPUs are shared and both measurements are disturbed"
             ),
-            Warning::SharedMemcg { cgroup_path, others } => write!(
+            Warning::SharedMemcg { placement, cgroup_path, others } => write!(
                 f,
-                "root: memcg_pgfault counts every process in {cgroup_path}, where {others} other process(es) run besides faultscale; the loop and kernel counts are the workers' own"
+                "{placement}: memcg_pgfault counts every process in {cgroup_path}, where {others} other process(es) run besides faultscale; the loop and kernel counts are the workers' own"
             ),
             Warning::RoundRobin { tasks, cpus } => {
                 write!(f, "{tasks} tasks on {cpus} CPUs: tasks beyond the CPUs are placed round-robin and share CPUs")
