@@ -28,12 +28,12 @@ run main --base root --cgroup child,nested:4 --duration 0.5 --csv "$O/main.csv" 
 profiles="child nested-2 nested-4 nested-8 limited protected"
 [ "$FS_MODE" = v2 ] && profiles="$profiles high"
 for p in $profiles; do
-    run "profile-$p" --base root --cgroup "$p" --duration 0.3 --json "$O/profile-$p.json"
+    run "profile-$p" --base root --cgroup "$p" --duration 0.5 --chunk 64K --json "$O/profile-$p.json"
 done
 [ "$FS_MODE" = v1 ] && run profile-high-v1 --base root --cgroup high --duration 0.3
 
 # A facility the guest kernel lacks: perf events. faultscale must say so and fall back.
-run perf --base root --cgroup child --duration 0.3 --kernel-count perf --csv "$O/perf.csv"
+run perf --base root --cgroup child --duration 0.5 --chunk 64K --kernel-count perf --csv "$O/perf.csv"
 
 if [ "$FS_MODE" = v2 ]; then
     # faultscale enabled +memory at the root for its runs and must have disabled it again.
@@ -53,9 +53,9 @@ if [ "$FS_MODE" = v2 ]; then
     # A delegated, empty cgroup works with --no-baseline; +memory is enabled for the run and
     # disabled again afterwards; the baseline inside it is refused.
     mkdir $cg/deleg
-    run deleg --base /deleg --cgroup child,nested:2 --no-baseline --duration 0.3 --csv "$O/deleg.csv"
+    run deleg --base /deleg --cgroup child,nested:2 --no-baseline --duration 0.5 --chunk 64K --csv "$O/deleg.csv"
     cat $cg/deleg/cgroup.subtree_control > "$O/deleg_subtree_after.txt"
-    run deleg-baseline --base /deleg --cgroup child --duration 0.3 --csv "$O/deleg-baseline.csv"
+    run deleg-baseline --base /deleg --cgroup child --duration 0.5 --chunk 64K --csv "$O/deleg-baseline.csv"
     rmdir $cg/busy $cg/deleg
 
     # A systemd login session's shape: /user.slice/session.scope holds a shell and another
@@ -106,7 +106,7 @@ run cleanup-dead cleanup --base root
 # like Ctrl-C.
 echo old > "$O/target.csv"
 ln -s target.csv "$O/link.csv"
-run link --base root --cgroup child --duration 0.3 --csv "$O/link.csv"
+run link --base root --cgroup child --duration 0.5 --chunk 64K --csv "$O/link.csv"
 [ -L "$O/link.csv" ] && echo link > "$O/link_kind.txt"
 "$B" --base root --cgroup nested:3 --duration 60 > /dev/null 2>&1 &
 quit=$!
