@@ -125,11 +125,15 @@ fn the_progress_line_shows_on_a_terminal_only() {
     let base = own_memory_cgroup();
     // `script` gives the run a pseudo-terminal.
     let command = format!("{} --base self --duration 1 --interval 0.25", binary().display());
-    let tty =
-        Command::new("script").args(["-qec", &command, "/dev/null"]).output().expect("script(1), from util-linux");
+    // The typescript goes to a file of the test's own, never to the machine's /dev.
+    let typescript = tempfile::NamedTempFile::new().unwrap();
+    let tty = Command::new("script")
+        .args(["-qec", &command, typescript.path().to_str().unwrap()])
+        .output()
+        .expect("script(1), from util-linux");
     let screen = text(&tty.stdout);
     assert!(tty.status.success(), "{screen}");
-    assert!(screen.contains("\r\x1b[Kfaultscale: root rep 1/1, ") && screen.contains("s left"), "{screen:?}");
+    assert!(screen.contains("\r\x1b[Kfaultscale: base rep 1/1, ") && screen.contains("s left"), "{screen:?}");
     let (_, piped) = run_clean(&base, &["--base", "self", "--duration", "0.5", "--interval", "0.25"]);
     assert!(!text(&piped.stderr).contains("s left"), "{}", text(&piped.stderr));
 }

@@ -82,7 +82,7 @@ fn repetitions_interleave_and_json_carries_everything() {
     let summaries = document["summaries"].as_array().unwrap();
     assert_eq!(summaries.len(), 2);
     assert_eq!(summaries[1]["faults_per_sec"]["n"], 2);
-    assert!(summaries[1]["overhead_vs_root"]["low"].is_number());
+    assert!(summaries[1]["overhead_vs_baseline"]["low"].is_number());
     // Three samples per measurement (0.2, 0.4, 0.6 s), per worker, each with a positive rate.
     let first_run = &document["measurements"][0]["run"];
     assert_eq!(first_run["samples"].as_array().unwrap().len(), 3);
