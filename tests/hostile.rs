@@ -3,7 +3,7 @@
 //! namespaces, inputs that would hang `plot` and `compare`, signals, Ctrl-Z, degenerate
 //! figures, colliding names, and warnings that must say what really happened.
 //!
-//! Every run builds under the test's own cgroup (`--base self`); device nodes are made with
+//! Every run builds in a cgroup of its own (`--base new`); device nodes are made with
 //! mknod in a temporary directory, never taken from the machine's /dev.
 
 mod common;
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-const QUICK: [&str; 6] = ["--base", "self", "--duration", "0.3", "--cgroup", "child"];
+const QUICK: [&str; 6] = ["--base", BASE, "--duration", "0.3", "--cgroup", "child"];
 
 fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     let mut all = QUICK.to_vec();
@@ -41,7 +41,7 @@ fn is_char_device(path: &Path) -> bool {
 #[test]
 fn outputs_keep_the_kind_of_file_they_were() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
 
     // A symlink: its target gets the CSV; the link stays a link.
@@ -83,7 +83,7 @@ fn outputs_keep_the_kind_of_file_they_were() {
 #[test]
 fn bad_outputs_are_refused_before_anything_runs() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let same = dir.path().join("same");
     let read_only = dir.path().join("ro.csv");
@@ -104,7 +104,7 @@ fn bad_outputs_are_refused_before_anything_runs() {
     ];
     for (extra, why) in cases {
         // 30 s asked: a refusal must come at once, before any measuring.
-        let mut all = vec!["--base", "self", "--duration", "30"];
+        let mut all = vec!["--base", BASE, "--duration", "30"];
         all.extend(&extra);
         let started = Instant::now();
         let (_, output) = run_clean(&base, &all);
@@ -120,7 +120,7 @@ fn bad_outputs_are_refused_before_anything_runs() {
 #[test]
 fn results_survive_a_closed_stdout_and_a_closed_stderr() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
 
     // `faultscale ... --csv F | true`: the reader is gone before the table is printed.
@@ -151,22 +151,23 @@ fn results_survive_a_closed_stdout_and_a_closed_stderr() {
 #[test]
 fn a_cgroup_kept_busy_does_not_void_the_measurements() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("busy.csv");
-    let child = spawn(&["--base", "self", "--cgroup", "child", "--duration", "1", "--csv", csv.to_str().unwrap()]);
+    let child = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "1", "--csv", csv.to_str().unwrap()]);
     let pid = child.id();
     wait_running(&base, pid);
-    // A process of the test's own moves into the run's child cgroup, so it cannot be removed.
-    let tree = trees_of(&base, pid).pop().unwrap();
+    // A process of the test's own moves into the run's child cgroup (its leaf: on v2 only a
+    // leaf may hold processes), so it cannot be removed.
+    let tree = leaf_named(&trees_of(&base, pid).pop().unwrap(), "-child");
     let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
     std::fs::write(tree.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
     let output = child.wait_with_output().unwrap();
     // Back into the test's own cgroup, then the tree can go.
-    std::fs::write(base.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    std::fs::write(own_memory_cgroup().join("cgroup.procs"), sleeper.id().to_string()).unwrap();
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();
-    let cleanup = Command::new(binary()).args(["cleanup", "--base", "self"]).output().unwrap();
+    let sweep = cleanup(&[]);
     assert_nothing_left(&base, pid);
 
     let stderr = text(&output.stderr);
@@ -177,22 +178,20 @@ fn a_cgroup_kept_busy_does_not_void_the_measurements() {
     );
     assert!(stderr.contains("faultscale cleanup"), "{stderr}");
     assert_eq!(read_csv(&csv).len(), 2, "the measurements were lost");
-    assert!(text(&cleanup.stdout).contains("removed"), "{}", text(&cleanup.stdout));
+    assert!(text(&sweep.stdout).contains("removed"), "{}", text(&sweep.stdout));
 }
 
 #[test]
 fn a_worker_lost_before_ready_fails_its_placement_only() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("zero.toml");
     std::fs::write(&profile, "name = \"zero\"\n[[level]]\n\"memory.max\" = 0\n").unwrap();
     let csv = dir.path().join("out.csv");
     let cgroups = format!("child,{}", profile.display());
-    let (_, output) = run_clean(
-        &base,
-        &["--base", "self", "--duration", "0.3", "--cgroup", &cgroups, "--csv", csv.to_str().unwrap()],
-    );
+    let (_, output) =
+        run_clean(&base, &["--base", BASE, "--duration", "0.3", "--cgroup", &cgroups, "--csv", csv.to_str().unwrap()]);
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     let failure =
@@ -218,12 +217,12 @@ fn namespace_init(unshare_pid: u32) -> u32 {
 #[test]
 fn cleanup_judges_liveness_across_pid_namespaces() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("ns.csv");
     let binary = binary();
     let unshare = |extra: &[&str]| {
-        let mut all = vec!["-p", "-f", "--mount-proc", binary.to_str().unwrap(), "--base", "self", "--cgroup", "child"];
+        let mut all = vec!["-p", "-f", "--mount-proc", binary.to_str().unwrap(), "--base", BASE, "--cgroup", "child"];
         all.extend(extra);
         Command::new("unshare").args(all).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("unshare")
     };
@@ -232,10 +231,10 @@ fn cleanup_judges_liveness_across_pid_namespaces() {
     let run = unshare(&["--duration", "1", "--repeat", "2", "--csv", csv.to_str().unwrap()]);
     let inner = namespace_init(run.id());
     wait_running(&base, 1);
-    let cleanup = Command::new(binary.as_path()).args(["cleanup", "--base", "self"]).output().unwrap();
+    let sweep = cleanup(&[]);
     let output = run.wait_with_output().unwrap();
     assert_nothing_left(&base, 1);
-    assert!(text(&cleanup.stdout).contains("still alive"), "{}", text(&cleanup.stdout));
+    assert!(text(&sweep.stdout).contains("still alive"), "{}", text(&sweep.stdout));
     assert!(output.status.success(), "run {inner}: {}", text(&output.stderr));
     assert_eq!(read_csv(&csv).len(), 4);
 
@@ -250,8 +249,8 @@ fn cleanup_judges_liveness_across_pid_namespaces() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(trees_of(&base, 1).len(), 1, "the killed run left its tree");
-    let cleanup = Command::new(binary.as_path()).args(["cleanup", "--base", "self"]).output().unwrap();
-    assert!(cleanup.status.success(), "{}", text(&cleanup.stdout));
+    let sweep = cleanup(&[]);
+    assert!(sweep.status.success(), "{}", text(&sweep.stdout));
     assert_nothing_left(&base, 1);
 }
 
@@ -315,13 +314,13 @@ fn compare_keeps_the_default_signal_behaviour() {
 #[test]
 fn every_catchable_terminating_signal_cleans_up() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     for sig in [libc::SIGQUIT, libc::SIGUSR2, libc::SIGALRM, libc::SIGRTMIN() + 3] {
         let dir = tempfile::tempdir().unwrap();
         let csv = dir.path().join("out.csv");
         let child = spawn(&[
             "--base",
-            "self",
+            BASE,
             "--cgroup",
             "nested:1..3",
             "--duration",
@@ -347,11 +346,11 @@ fn every_catchable_terminating_signal_cleans_up() {
 #[test]
 fn sigkill_leaves_a_run_directory_that_cleanup_removes() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let child = spawn(&[
         "--base",
-        "self",
+        BASE,
         "--duration",
         "30",
         "--workload",
@@ -368,22 +367,19 @@ fn sigkill_leaves_a_run_directory_that_cleanup_removes() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(files_in(dir.path()).len(), 1, "the killed run's directory");
-    let cleanup = Command::new(binary())
-        .args(["cleanup", "--base", "self", "--tmpdir", dir.path().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(cleanup.status.success(), "{}", text(&cleanup.stderr));
-    assert!(files_in(dir.path()).is_empty(), "{}", text(&cleanup.stdout));
+    let sweep = cleanup(&["--tmpdir", dir.path().to_str().unwrap()]);
+    assert!(sweep.status.success(), "{}", text(&sweep.stderr));
+    assert!(files_in(dir.path()).is_empty(), "{}", text(&sweep.stdout));
     assert_nothing_left(&base, pid);
 }
 
 #[test]
 fn ctrl_z_stops_the_workers_and_the_slice_is_flagged() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
-    let child = spawn(&["--base", "self", "--no-baseline", "--duration", "1", "--csv", csv.to_str().unwrap()]);
+    let child = spawn(&["--base", BASE, "--no-baseline", "--duration", "1", "--csv", csv.to_str().unwrap()]);
     let pid = child.id();
     wait_running(&base, pid);
     std::thread::sleep(Duration::from_millis(300));
@@ -412,7 +408,7 @@ fn ctrl_z_stops_the_workers_and_the_slice_is_flagged() {
 #[test]
 fn degenerate_durations_and_colliding_names_are_refused_before_anything_is_created() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let fake_root = dir.path().join("root.toml");
     std::fs::write(&fake_root, "name = \"root\"\n[[level]]\n").unwrap();
@@ -424,7 +420,7 @@ fn degenerate_durations_and_colliding_names_are_refused_before_anything_is_creat
         (vec!["--cgroup", "nested:4,nested-4"], "share the directory name"),
     ];
     for (extra, why) in cases {
-        let mut all = vec!["--base", "self"];
+        let mut all = vec!["--base", BASE];
         all.extend(&extra);
         let (_, output) = run_clean(&base, &all);
         let stderr = text(&output.stderr);
@@ -436,17 +432,25 @@ fn degenerate_durations_and_colliding_names_are_refused_before_anything_is_creat
 #[test]
 fn warnings_say_what_really_happened() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     // A fork run leaves no reason for the next run to see "another faultscale run".
     let (_, fork) = run_clean(&base, &args(&["--workload", "fork", "--size", "4M"]));
     assert!(fork.status.success(), "{}", text(&fork.stderr));
     let (_, next) = run_clean(&base, &QUICK);
     assert!(!text(&next.stderr).contains("another faultscale run"), "{}", text(&next.stderr));
-    // The baseline shares the base's memcg with the test runner: said, with the count.
-    assert!(text(&next.stderr).contains("memcg_pgfault counts every process in"), "{}", text(&next.stderr));
+    // A cgroup of the run's own holds nobody else: no word about sharing the baseline's memcg.
+    assert!(!text(&next.stderr).contains("memcg_pgfault counts every process in"), "{}", text(&next.stderr));
+    // Where the baseline shares the base with the test runner (--base self, which v1 and
+    // hybrid hosts allow beside other processes), that is said, with the count.
+    if own_memory_cgroup().join("memory.stat").is_file() && !own_memory_cgroup().join("cgroup.controllers").is_file() {
+        let mut shared_args = QUICK.to_vec();
+        shared_args[1] = "self";
+        let (_, shared) = run_clean(&own_memory_cgroup(), &shared_args);
+        assert!(text(&shared.stderr).contains("memcg_pgfault counts every process in"), "{}", text(&shared.stderr));
+    }
 
     // A stop with nothing completed says nothing was written, not "wrote the 0".
-    let child = spawn(&["--base", "self", "--duration", "30"]);
+    let child = spawn(&["--base", BASE, "--duration", "30"]);
     let pid = child.id();
     wait_running(&base, pid);
     std::thread::sleep(Duration::from_millis(300));

@@ -10,7 +10,7 @@ use common::*;
 #[test]
 fn each_stop_signal_in_each_phase_cleans_up_with_its_exit_code() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     // (signal, exit code, args, delay after the run is up)
     let cases: &[(i32, i32, &[&str], u64)] = &[
         (libc::SIGINT, 130, &["--cgroup", "nested:3", "--duration", "30"], 200),
@@ -18,7 +18,7 @@ fn each_stop_signal_in_each_phase_cleans_up_with_its_exit_code() {
         (libc::SIGHUP, 129, &["--cgroup", "child,nested:2", "--duration", "30"], 0),
     ];
     for &(sig, code, args, delay) in cases {
-        let mut all = vec!["--base", "self"];
+        let mut all = vec!["--base", BASE];
         all.extend(args);
         let child = spawn(&all);
         let pid = child.id();
@@ -35,11 +35,11 @@ fn each_stop_signal_in_each_phase_cleans_up_with_its_exit_code() {
 #[test]
 fn a_signal_during_setup_leaves_nothing() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     // Sent as soon as the process exists: it lands during option checks, cgroup creation or
     // forking, whichever the process has reached.
     for delay_us in [0u64, 500, 2000, 5000] {
-        let child = spawn(&["--base", "self", "--cgroup", "nested:8", "--duration", "5"]);
+        let child = spawn(&["--base", BASE, "--cgroup", "nested:8", "--duration", "5"]);
         let pid = child.id();
         std::thread::sleep(Duration::from_micros(delay_us));
         signal(pid, libc::SIGTERM);
@@ -55,13 +55,13 @@ fn a_signal_during_setup_leaves_nothing() {
 #[test]
 fn a_second_ctrl_c_does_not_abandon_cleanup_and_completed_repetitions_are_kept() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
     let json = dir.path().join("out.json");
     let child = spawn(&[
         "--base",
-        "self",
+        BASE,
         "--cgroup",
         "child",
         "--duration",
@@ -98,8 +98,8 @@ fn a_second_ctrl_c_does_not_abandon_cleanup_and_completed_repetitions_are_kept()
 #[test]
 fn sigkill_leaves_empty_cgroups_that_cleanup_removes() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
-    let child = spawn(&["--base", "self", "--cgroup", "child,nested:4", "--duration", "30"]);
+    let base = runs_dir();
+    let child = spawn(&["--base", BASE, "--cgroup", "child,nested:4", "--duration", "30"]);
     let pid = child.id();
     wait_running(&base, pid);
     std::thread::sleep(Duration::from_millis(200));
@@ -113,16 +113,21 @@ fn sigkill_leaves_empty_cgroups_that_cleanup_removes() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(faultscale_processes().is_empty(), "workers outlived the harness");
+    // One tree of the run's own (--base new), holding both placements' cgroups.
     let trees = trees_of(&base, pid);
-    assert_eq!(trees.len(), 2, "{trees:?}");
+    assert_eq!(trees.len(), 1, "{trees:?}");
+    let inside: Vec<String> = files_in(&trees[0]).iter().map(|n| n.to_string_lossy().into_owned()).collect();
+    for placement in ["-child", "-nested4"] {
+        assert!(inside.iter().any(|n| n.ends_with(placement)), "{placement} in {inside:?}");
+    }
 
-    let dry = std::process::Command::new(binary()).args(["cleanup", "--base", "self", "--dry-run"]).output().unwrap();
+    let dry = cleanup(&["--dry-run"]);
     assert!(dry.status.success());
     for tree in &trees {
         assert!(text(&dry.stdout).contains(&format!("would remove {}", tree.display())), "{}", text(&dry.stdout));
         assert!(tree.exists(), "--dry-run removed {}", tree.display());
     }
-    let real = std::process::Command::new(binary()).args(["cleanup", "--base", "self"]).output().unwrap();
+    let real = cleanup(&[]);
     assert!(real.status.success(), "{}", text(&real.stderr));
     assert_nothing_left(&base, pid);
 }
@@ -130,13 +135,13 @@ fn sigkill_leaves_empty_cgroups_that_cleanup_removes() {
 #[test]
 fn cleanup_keeps_trees_of_live_runs_and_trees_with_processes() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     // A live run's tree is kept.
-    let child = spawn(&["--base", "self", "--cgroup", "child", "--duration", "3"]);
+    let child = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "3"]);
     let pid = child.id();
     wait_running(&base, pid);
-    let cleanup = std::process::Command::new(binary()).args(["cleanup", "--base", "self"]).output().unwrap();
-    assert!(text(&cleanup.stdout).contains(&"still alive".to_string()), "{}", text(&cleanup.stdout));
+    let sweep = cleanup(&[]);
+    assert!(text(&sweep.stdout).contains(&"still alive".to_string()), "{}", text(&sweep.stdout));
     assert!(!trees_of(&base, pid).is_empty(), "cleanup removed a live run's tree");
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -149,15 +154,15 @@ fn cleanup_keeps_trees_of_live_runs_and_trees_with_processes() {
     std::fs::create_dir(&tree).unwrap();
     let mut sleeper = std::process::Command::new("sleep").arg("30").spawn().unwrap();
     std::fs::write(tree.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
-    let cleanup = std::process::Command::new(binary()).args(["cleanup", "--base", "self"]).output().unwrap();
+    let sweep = cleanup(&[]);
     let kept = tree.exists();
     // Put the sleeper back in the test's own cgroup before judging, so the tree can go.
-    std::fs::write(base.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    std::fs::write(own_memory_cgroup().join("cgroup.procs"), sleeper.id().to_string()).unwrap();
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();
-    let removed_after = std::process::Command::new(binary()).args(["cleanup", "--base", "self"]).output().unwrap();
+    let removed_after = cleanup(&[]);
     assert!(kept, "cleanup removed a tree with a process in it");
-    assert!(text(&cleanup.stdout).contains("still has processes"), "{}", text(&cleanup.stdout));
+    assert!(text(&sweep.stdout).contains("still has processes"), "{}", text(&sweep.stdout));
     assert!(text(&removed_after.stdout).contains("removed"), "{}", text(&removed_after.stdout));
     assert!(!tree.exists());
 }
@@ -165,7 +170,7 @@ fn cleanup_keeps_trees_of_live_runs_and_trees_with_processes() {
 #[test]
 fn an_oom_killed_worker_is_reported_for_its_placement_and_the_others_still_report() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("tiny.toml");
     // 2 MiB of memory and 8 MiB touched per iteration, without swap: the OOM killer must act.
@@ -176,7 +181,7 @@ fn an_oom_killed_worker_is_reported_for_its_placement_and_the_others_still_repor
         &base,
         &[
             "--base",
-            "self",
+            BASE,
             "--cgroup",
             profile.to_str().unwrap(),
             "--chunk",
@@ -198,11 +203,11 @@ fn an_oom_killed_worker_is_reported_for_its_placement_and_the_others_still_repor
 #[test]
 fn two_runs_at_once_do_not_clash_and_the_second_warns() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
-    let first = spawn(&["--base", "self", "--cgroup", "child", "--duration", "2"]);
+    let base = runs_dir();
+    let first = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "2"]);
     let first_pid = first.id();
     wait_running(&base, first_pid);
-    let (second_pid, second) = run(&["--base", "self", "--cgroup", "child", "--duration", "0.3"]);
+    let (second_pid, second) = run(&["--base", BASE, "--cgroup", "child", "--duration", "0.3"]);
     let first = first.wait_with_output().unwrap();
     assert_nothing_left(&base, first_pid);
     assert_nothing_left(&base, second_pid);

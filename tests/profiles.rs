@@ -7,7 +7,7 @@ use common::*;
 #[test]
 fn shipped_profiles_build_apply_their_knobs_and_vanish() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let v1 = std::fs::read_to_string("/proc/self/cgroup").unwrap().lines().any(|l| l.contains(":memory:"));
     let profiles: &[&str] = if v1 {
         &["child", "nested-2", "nested-4", "nested-8", "limited", "protected"]
@@ -20,7 +20,7 @@ fn shipped_profiles_build_apply_their_knobs_and_vanish() {
         // Started with a pipe we can read while it runs, to look at the knob files live.
         let (_, output) = run_clean(
             &base,
-            &["--base", "self", "--cgroup", profile, "--duration", "1", "--json", json.to_str().unwrap()],
+            &["--base", BASE, "--cgroup", profile, "--duration", "1", "--json", json.to_str().unwrap()],
         );
         assert!(output.status.success(), "{profile}: {}", text(&output.stderr));
         let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -34,7 +34,7 @@ fn shipped_profiles_build_apply_their_knobs_and_vanish() {
     }
     // v2-only knobs are a clear error on v1, and nothing is created.
     if v1 {
-        let (_, output) = run_clean(&base, &["--base", "self", "--cgroup", "high", "--duration", "0.2"]);
+        let (_, output) = run_clean(&base, &["--base", BASE, "--cgroup", "high", "--duration", "0.2"]);
         let stderr = text(&output.stderr);
         assert_eq!(output.status.code(), Some(1));
         assert!(stderr.contains("memory.high has no cgroup v1 equivalent"), "{stderr}");
@@ -44,8 +44,8 @@ fn shipped_profiles_build_apply_their_knobs_and_vanish() {
 #[test]
 fn knob_files_hold_the_written_values_during_the_run() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
-    let child = spawn(&["--base", "self", "--cgroup", "protected", "--duration", "2", "--no-baseline"]);
+    let base = runs_dir();
+    let child = spawn(&["--base", BASE, "--cgroup", "protected", "--duration", "2", "--no-baseline"]);
     let pid = child.id();
     let mut top = None;
     for _ in 0..200 {
@@ -55,14 +55,16 @@ fn knob_files_hold_the_written_values_during_the_run() {
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    let top = top.expect("the protected tree appears");
+    let tree = top.expect("the protected tree appears");
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let v1 = top.join("memory.limit_in_bytes").exists();
+    let levels = placement_levels(&tree, "-protected");
+    assert_eq!(levels.len(), 2, "{levels:?}");
+    let v1 = levels[0].join("memory.limit_in_bytes").exists();
     let (limit_file, low_file) =
         if v1 { ("memory.limit_in_bytes", "memory.soft_limit_in_bytes") } else { ("memory.max", "memory.low") };
     let read = |p: std::path::PathBuf| std::fs::read_to_string(p).unwrap().trim().to_string();
-    assert_eq!(read(top.join(limit_file)), (64u64 << 20).to_string());
-    assert_eq!(read(top.join("level2").join(low_file)), (8u64 << 20).to_string());
+    assert_eq!(read(levels[0].join(limit_file)), (64u64 << 20).to_string());
+    assert_eq!(read(levels[1].join(low_file)), (8u64 << 20).to_string());
     let output = child.wait_with_output().unwrap();
     assert_nothing_left(&base, pid);
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -71,7 +73,7 @@ fn knob_files_hold_the_written_values_during_the_run() {
 #[test]
 fn bad_profiles_fail_before_anything_is_created() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let cases = [
         ("unknown.toml", "name = \"u\"\n[[level]]\n\"memory.maxx\" = \"1M\"\n", "unknown.toml:3: unknown knob"),
@@ -82,8 +84,7 @@ fn bad_profiles_fail_before_anything_is_created() {
     for (file, body, expected) in cases {
         let path = dir.path().join(file);
         std::fs::write(&path, body).unwrap();
-        let (_, output) =
-            run_clean(&base, &["--base", "self", "--cgroup", path.to_str().unwrap(), "--duration", "0.2"]);
+        let (_, output) = run_clean(&base, &["--base", BASE, "--cgroup", path.to_str().unwrap(), "--duration", "0.2"]);
         let stderr = text(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{file}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{file}: {stderr}");

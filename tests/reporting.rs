@@ -122,9 +122,9 @@ fn completions_and_man_page_come_from_the_cli_definitions() {
 #[test]
 fn the_progress_line_shows_on_a_terminal_only() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     // `script` gives the run a pseudo-terminal.
-    let command = format!("{} --base self --duration 1 --interval 0.25", binary().display());
+    let command = format!("{} --base {BASE} --duration 1 --interval 0.25", binary().display());
     // The typescript goes to a file of the test's own, never to the machine's /dev.
     let typescript = tempfile::NamedTempFile::new().unwrap();
     let tty = Command::new("script")
@@ -134,6 +134,6 @@ fn the_progress_line_shows_on_a_terminal_only() {
     let screen = text(&tty.stdout);
     assert!(tty.status.success(), "{screen}");
     assert!(screen.contains("\r\x1b[Kfaultscale: base rep 1/1, ") && screen.contains("s left"), "{screen:?}");
-    let (_, piped) = run_clean(&base, &["--base", "self", "--duration", "0.5", "--interval", "0.25"]);
+    let (_, piped) = run_clean(&base, &["--base", BASE, "--duration", "0.5", "--interval", "0.25"]);
     assert!(!text(&piped.stderr).contains("s left"), "{}", text(&piped.stderr));
 }

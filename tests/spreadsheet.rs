@@ -46,14 +46,14 @@ fn every_numeric_cell_is_a_number_in_libreoffice() {
                 .unwrap_or(false)
         })
         .expect("LibreOffice is missing: install Debian's libreoffice-calc-nogui (.ci/run does)");
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("run.csv");
     let (_, output) = run_clean(
         &base,
         &[
             "--base",
-            "self",
+            BASE,
             "--cgroup",
             "child,nested:2",
             "--duration",

@@ -7,7 +7,7 @@ use common::*;
 #[test]
 fn repetitions_interleave_and_json_carries_everything() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let (json, samples, csv) =
         (dir.path().join("run.json"), dir.path().join("samples.csv"), dir.path().join("run.csv"));
@@ -15,7 +15,7 @@ fn repetitions_interleave_and_json_carries_everything() {
         &base,
         &[
             "--base",
-            "self",
+            BASE,
             "--cgroup",
             "child",
             "--duration",

@@ -8,7 +8,7 @@ use common::*;
 #[test]
 fn every_workload_runs_counts_and_cleans_up_in_both_modes() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let tmp = tempfile::tempdir().unwrap();
     let workloads = ["anon", "file-private", "file-shared", "mmap-file", "usemem", "fork"];
     for mode in ["process", "thread"] {
@@ -21,7 +21,7 @@ fn every_workload_runs_counts_and_cleans_up_in_both_modes() {
                 &base,
                 &[
                     "--base",
-                    "self",
+                    BASE,
                     "--cgroup",
                     "child",
                     "--no-baseline",
@@ -59,7 +59,11 @@ fn every_workload_runs_counts_and_cleans_up_in_both_modes() {
             if workload != "fork" && workload != "mmap-file" {
                 let (faults, kernel) = (number(row, "faults"), number(row, "kernel_faults"));
                 // One iteration per worker may be in flight at the stop (8M = 2048 pages).
-                assert!((faults - kernel).abs() <= 0.01 * kernel + 2.0 * 2048.0, "{context}: {faults} vs {kernel}");
+                let agree = (faults - kernel).abs() <= 0.01 * kernel + 2.0 * 2048.0;
+                // Where the kernel counts otherwise (user-mode-linux takes two faults per write
+                // to a shared file page), faultscale must say so, with both counts.
+                let said = text(&output.stderr).contains(&format!("loop counted {faults} faults, the kernel {kernel}"));
+                assert!(agree || said, "{context}: {faults} vs {kernel}, and no warning");
             }
             if ["file-private", "file-shared", "mmap-file"].contains(&workload) {
                 assert!(text(&output.stdout).contains("files in "), "{context}");
@@ -74,14 +78,14 @@ fn every_workload_runs_counts_and_cleans_up_in_both_modes() {
 #[test]
 fn a_task_sweep_yields_a_row_per_count_and_placement() {
     let Some(_serial) = needs_root() else { return };
-    let base = own_memory_cgroup();
+    let base = runs_dir();
     let tmp = tempfile::tempdir().unwrap();
     let csv = tmp.path().join("sweep.csv");
     let (_, output) = run_clean(
         &base,
         &[
             "--base",
-            "self",
+            BASE,
             "--cgroup",
             "child",
             "--duration",

@@ -1,7 +1,9 @@
 //! Helpers for integration tests that drive the built binary on the real kernel.
 //!
-//! Every test builds under its own cgroup (`--base self`), never the machine's root, and
-//! checks afterwards that its run left no cgroup and no worker behind.
+//! Every test picks its base by the rules users get: `--base new`, a cgroup of faultscale's
+//! own (a child of the test's cgroup on v1 and hybrid hosts; beside it, in the nearest
+//! ancestor that gives memory to its children and holds no process, on pure v2), never the
+//! machine's root. Each checks afterwards that its run left no cgroup and no worker behind.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -82,6 +84,56 @@ pub fn own_memory_cgroup() -> PathBuf {
     mount_point.join(relative)
 }
 
+/// The `--base` every measuring test uses.
+pub const BASE: &str = "new";
+
+fn lists(path: &Path, word: &str) -> bool {
+    std::fs::read_to_string(path).map(|s| s.split_whitespace().any(|w| w == word)).unwrap_or(false)
+}
+
+fn holds_processes(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.procs")).map(|s| !s.trim().is_empty()).unwrap_or(true)
+}
+
+/// Where `--base new` makes a run's cgroups (and so where a run's trees appear): the test's
+/// own cgroup on v1, the nearest ancestor that gives memory to its children and holds no
+/// process on v2 (the same rule faultscale applies).
+pub fn runs_dir() -> PathBuf {
+    let own = own_memory_cgroup();
+    if own.join("memory.stat").is_file() && !own.join("cgroup.controllers").is_file() {
+        return own;
+    }
+    let mut dir = own.parent().map(Path::to_path_buf);
+    while let Some(candidate) = dir {
+        let at_mount_root = !candidate.parent().is_some_and(|p| p.join("cgroup.controllers").is_file());
+        if at_mount_root || (lists(&candidate.join("cgroup.subtree_control"), "memory") && !holds_processes(&candidate))
+        {
+            return candidate;
+        }
+        dir = candidate.parent().map(Path::to_path_buf);
+    }
+    own
+}
+
+/// `faultscale cleanup` over where runs put their trees.
+pub fn cleanup(extra: &[&str]) -> Output {
+    let base = runs_dir();
+    Command::new(binary())
+        .args(["cleanup", "--base", base.to_str().unwrap()])
+        .args(extra)
+        .output()
+        .expect("running faultscale cleanup")
+}
+
+/// Whether this kernel has perf events; where it has none, tests of them skip and say so.
+pub fn perf_events_available() -> bool {
+    let available = Path::new("/proc/sys/kernel/perf_event_paranoid").exists();
+    if !available {
+        eprintln!("skipped: this kernel has no perf events (/proc/sys/kernel/perf_event_paranoid is missing)");
+    }
+    available
+}
+
 /// Directories under `base` made by the faultscale process `pid`.
 pub fn trees_of(base: &Path, pid: u32) -> Vec<PathBuf> {
     let prefix = format!("faultscale-{pid}-");
@@ -119,7 +171,7 @@ pub fn assert_nothing_left(base: &Path, pid: u32) {
     let processes = faultscale_processes();
     // Clean up for the next test before failing this one.
     for tree in &trees {
-        let _ = Command::new(binary()).args(["cleanup", "--base", "self"]).status();
+        let _ = cleanup(&[]);
         let _ = std::fs::remove_dir(tree);
     }
     panic!("run {pid} left cgroups {trees:?} and processes {processes:?}");
@@ -186,5 +238,49 @@ pub fn wait_running(base: &Path, pid: u32) {
     while trees_of(base, pid).is_empty() || faultscale_processes().len() < 2 {
         assert!(std::time::Instant::now() < deadline, "run {pid} did not start");
         std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// The deepest directory under `top` whose path has `label` in it: a placement's leaf.
+pub fn leaf_named(top: &Path, label: &str) -> std::path::PathBuf {
+    let mut dir = top.to_path_buf();
+    loop {
+        let next = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_type().unwrap().is_dir())
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().contains(label));
+        match next {
+            Some(next) => dir = next,
+            None if dir.to_string_lossy().contains(label) => return dir,
+            None => panic!("no {label} under {}", top.display()),
+        }
+    }
+}
+
+/// A placement's level directories from the top down, under a run's tree: its top directory
+/// is level 1, except on v2 below the true root, where a knob-less sibling of the baseline's
+/// leaf tops it and the levels are level1, level2, ... below.
+pub fn placement_levels(tree: &Path, label: &str) -> Vec<PathBuf> {
+    let mut queue = std::collections::VecDeque::from([tree.to_path_buf()]);
+    let mut found = None;
+    while let Some(dir) = queue.pop_front() {
+        if dir.file_name().unwrap().to_string_lossy().ends_with(label) {
+            found = Some(dir);
+            break;
+        }
+        queue.extend(std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+    }
+    let top = found.unwrap_or_else(|| panic!("no ...{label} under {}", tree.display()));
+    let mut levels = Vec::new();
+    let mut dir = if top.join("level1").is_dir() { top.join("level1") } else { top };
+    loop {
+        levels.push(dir.clone());
+        let next = dir.join(format!("level{}", levels.len() + 1));
+        if !next.is_dir() {
+            return levels;
+        }
+        dir = next;
     }
 }
