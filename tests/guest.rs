@@ -172,3 +172,84 @@ fn pure_v1_at_the_true_root() {
     assert_eq!(rc(dir, "profile-high-v1"), 1);
     assert!(read(dir, "profile-high-v1.err").contains("memory.high has no cgroup v1 equivalent"));
 }
+
+/// The integration test executables cargo built beside this one: the newest of each name that
+/// has a tests/NAME.rs, this one excepted.
+fn integration_test_executables() -> Vec<std::path::PathBuf> {
+    let me = std::env::current_exe().unwrap();
+    let deps = me.parent().unwrap();
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut found: Vec<std::path::PathBuf> = Vec::new();
+    for entry in std::fs::read_dir(tests).unwrap().flatten() {
+        let Some(name) = entry.file_name().to_str().and_then(|n| n.strip_suffix(".rs")).map(str::to_string) else {
+            continue;
+        };
+        if name == "guest" {
+            continue;
+        }
+        let newest = std::fs::read_dir(deps)
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                let file = e.file_name().to_string_lossy().into_owned();
+                file.strip_prefix(&format!("{name}-")).is_some_and(|hash| hash.bytes().all(|b| b.is_ascii_hexdigit()))
+            })
+            .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+            .unwrap_or_else(|| panic!("no built test executable for tests/{name}.rs in {}", deps.display()));
+        found.push(newest.path());
+    }
+    found.sort();
+    found
+}
+
+/// Every host integration test, run inside a pure-v2 guest in a login session's shape (beside
+/// another process in /user.slice/session.scope) and inside a pure-v1 guest, both guests at
+/// once (each has one CPU). What a guest cannot do is skipped by the tests themselves, and
+/// said ("skipped: ..."); everything else must pass there as it does here.
+#[test]
+fn every_integration_test_passes_in_a_v2_session_and_in_v1() {
+    let executables = integration_test_executables();
+    let list = executables.iter().map(|p| p.to_str().unwrap()).collect::<Vec<_>>().join(":");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/guest/tests.sh");
+    let boot_tests = |mode: &'static str| {
+        let list = list.clone();
+        let script = script.clone();
+        std::thread::spawn(move || {
+            let out = tempfile::tempdir().unwrap();
+            let runner = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/guest-run");
+            let status = std::process::Command::new(runner)
+                .args([mode, out.path().to_str().unwrap(), binary().to_str().unwrap(), "900"])
+                .env("GUEST_SCENARIO", script)
+                .env("GUEST_TESTS", list)
+                .status()
+                .expect("running scripts/guest-run");
+            (mode, status, out)
+        })
+    };
+    let guests = [boot_tests("v2"), boot_tests("v1")];
+    for guest in guests {
+        let (mode, status, out) = guest.join().unwrap();
+        let dir = out.path();
+        let console = std::fs::read_to_string(dir.join("console.log")).unwrap_or_default();
+        assert!(status.success(), "guest {mode} failed: {status}\n{console}");
+        eprintln!(
+            "guest {mode}: {} s from boot to power-off; {}",
+            read(dir, "guest_seconds.txt").trim(),
+            read(dir, "tests-cgroup.txt").trim()
+        );
+        eprintln!("{}", read(dir, "tests-seconds.txt").trim());
+        let mut failed = Vec::new();
+        for exe in &executables {
+            let name = exe.file_name().unwrap().to_string_lossy();
+            let log = read(dir, &format!("test-{name}.log"));
+            for skipped in log.lines().filter(|l| l.starts_with("skipped: ")) {
+                eprintln!("guest {mode}: {name}: {skipped}");
+            }
+            if read(dir, &format!("test-{name}.rc")).trim() != "0" {
+                failed.push(format!("---- guest {mode}: {name}\n{log}"));
+            }
+        }
+        assert!(failed.is_empty(), "{}", failed.join("\n"));
+        assert_eq!(read(dir, "leftovers.txt"), "", "guest {mode}: faultscale cgroups left");
+    }
+}

@@ -34,7 +34,10 @@ fn root_child_and_nested_rows_with_agreeing_counts() {
         let kernel = number(row, "kernel_faults");
         assert!(number(row, "faults_per_sec") > 0.0, "{name}: no faults");
         assert_eq!(row["kernel_count_source"], "minflt", "{name}");
-        assert!((faults - kernel).abs() <= 0.01 * kernel, "{name}: loop {faults} vs kernel {kernel}");
+        // The stop freezes each worker mid-iteration: up to one 1 MiB chunk (256 pages) per
+        // worker is counted by the kernel and not yet by the loop (faultscale allows the same).
+        let in_flight = 256.0 * number(row, "tasks");
+        assert!((faults - kernel).abs() <= 0.01 * kernel + in_flight, "{name}: loop {faults} vs kernel {kernel}");
         let duration = number(row, "duration_s");
         // Within the 10% beyond which a slice is flagged overran (a slow kernel wakes late).
         assert!((duration - 1.0).abs() < 0.1, "{name}: measured {duration} s for --duration 1");
