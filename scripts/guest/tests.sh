@@ -45,7 +45,7 @@ IFS=:
 for t in $FS_TESTS; do
     name=$(basename "$t")
     start=$(date +%s)
-    "$t" --test-threads=1 > "$O/test-$name.log" 2>&1
+    "$t" --test-threads=1 --nocapture > "$O/test-$name.log" 2>&1
     echo $? > "$O/test-$name.rc"
     echo "$name $(( $(date +%s) - start )) s" >> "$O/tests-seconds.txt"
 done
