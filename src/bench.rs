@@ -1,4 +1,4 @@
-//! A run: build the cgroups, measure every placement in every repetition (interleaved), and
+//! A run: build the cgroups, measure every placement in every round (interleaved), and
 //! collect the report the exporters print. Cleanup is owned by `Tree` and the run's worker
 //! guard, so it happens on every exit path out of here.
 
@@ -16,7 +16,14 @@ use crate::run::files::RunFiles;
 use crate::run::{self, Interrupted, Progress, RunSpec, WorkerDied};
 use crate::workload;
 
-pub fn run(plan: &Plan, allowed_cpus: &[usize], progress: &mut dyn Progress) -> Result<Report> {
+/// Runs the plan. `checkpoint` sees the report after every slice, so what is measured can be
+/// on disk long before the end (a run killed in hour 3 keeps hours 1 and 2).
+pub fn run(
+    plan: &Plan,
+    allowed_cpus: &[usize],
+    progress: &mut dyn Progress,
+    checkpoint: &mut dyn FnMut(&Report),
+) -> Result<Report> {
     let detected = cgroup::detect()?;
     let hierarchy = detected.memory_hierarchy(plan.version)?;
     let base = cgroup::resolve_base(&hierarchy, &plan.base)?;
@@ -63,32 +70,49 @@ pub fn run(plan: &Plan, allowed_cpus: &[usize], progress: &mut dyn Progress) -> 
         .needs_files()
         .then(|| RunFiles::create(&plan.tmpdir, &env.cgroup_run_name, plan.workload, plan.page_size))
         .transpose()?;
+    let files_fs = files.as_ref().map(|f| f.filesystem());
     let files_note = files.as_ref().map(|f| format!("{} ({})", f.path().display(), f.filesystem()));
     let mut spec = RunSpec {
         mode: plan.mode,
         cpus: plan.cpus.clone(),
         settings: plan.workload_settings(files.as_ref().map(|f| f.path().to_path_buf())),
-        duration: plan.duration,
+        duration: plan.slice_duration(),
         warmup: plan.warmup,
         interval: plan.interval,
         kernel_count: plan.kernel_count,
     };
-    let mut measurements = Vec::new();
-    let mut failures = Vec::new();
+    let shape = workload::shape(&spec.settings);
+    let mut report = Report {
+        plan: plan.clone(),
+        env,
+        knobs,
+        files: files_note,
+        files_fs,
+        unit: shape.unit,
+        measurements: Vec::new(),
+        failures: Vec::new(),
+        warnings,
+        removal_error: None,
+        interrupted: None,
+        finished: false,
+    };
     let mut interrupted = None;
     let mut sequence = 0;
     let mut oom = OomCounts::new(&leaves);
     if let Some(&most) = plan.task_counts.iter().max()
         && most > plan.cpus.len()
     {
-        warnings.push(Warning::RoundRobin { tasks: most, cpus: plan.cpus.len() });
+        report.warnings.push(Warning::RoundRobin { tasks: most, cpus: plan.cpus.len() });
     }
-    let total_measurements = plan.repeat as usize * plan.task_counts.len() * plan.placements.len();
-    'repetitions: for repetition in 1..=plan.repeat {
+    let total_measurements = plan.rounds() as usize * plan.task_counts.len() * plan.placements.len();
+    // Round by round, each a slice of every placement, the order reversed every other round
+    // (ABBA), so drift over the run weighs on every placement alike.
+    'rounds: for round in 1..=plan.rounds() {
         for &tasks in &plan.task_counts {
             spec.cpus = cpus_for_tasks(&plan.cpus, tasks);
-            for index in order(plan.placements.len(), repetition) {
+            for index in order(plan.placements.len(), round) {
                 let placement = &plan.placements[index];
+                let warnings = &mut report.warnings;
                 let mut warn = |notice| {
                     let warning = Warning::Measurement(notice);
                     if !warnings.contains(&warning) {
@@ -97,22 +121,25 @@ pub fn run(plan: &Plan, allowed_cpus: &[usize], progress: &mut dyn Progress) -> 
                 };
                 let measurements_left = total_measurements - sequence - 1;
                 progress.start(
-                    format!("{} rep {repetition}/{}, {tasks} tasks", placement.name, plan.repeat),
-                    measurements_left as f64 * (plan.warmup + plan.duration).as_secs_f64(),
+                    format!("{} slice {round}/{}, {tasks} tasks", placement.name, plan.rounds()),
+                    measurements_left as f64 * (plan.warmup + plan.slice_duration()).as_secs_f64(),
                 );
                 match run::measure(&spec, &leaves[index], &hierarchy, &mut warn, progress) {
-                    Ok(placement_run) => measurements.push(Measurement {
-                        placement: placement.clone(),
-                        leaf: leaves[index].clone(),
-                        tasks,
-                        repetition,
-                        sequence,
-                        run: placement_run,
-                    }),
+                    Ok(placement_run) => {
+                        report.measurements.push(Measurement {
+                            placement: placement.clone(),
+                            leaf: leaves[index].clone(),
+                            tasks,
+                            round,
+                            sequence,
+                            run: placement_run,
+                        });
+                        checkpoint(&report);
+                    }
                     Err(e) => {
                         if let Some(Interrupted(signal)) = e.downcast_ref::<Interrupted>() {
-                            interrupted = Some((*signal, repetition));
-                            break 'repetitions;
+                            interrupted = Some((*signal, round));
+                            break 'rounds;
                         }
                         // Whatever ends one placement's measurement, the others (and those
                         // already measured) still report.
@@ -120,7 +147,7 @@ pub fn run(plan: &Plan, allowed_cpus: &[usize], progress: &mut dyn Progress) -> 
                             Ok(died) => oom.explain(index, died),
                             Err(e) => format!("{e:#}"),
                         };
-                        failures.push(Failure { placement: placement.clone(), tasks, repetition, reason });
+                        report.failures.push(Failure { placement: placement.clone(), tasks, round, reason });
                     }
                 }
                 sequence += 1;
@@ -129,20 +156,21 @@ pub fn run(plan: &Plan, allowed_cpus: &[usize], progress: &mut dyn Progress) -> 
     }
     progress.clear();
     // A stop signal ends the run with its completed repetitions only.
-    if let Some((_, repetition)) = interrupted {
-        keep_completed(&mut measurements, repetition);
+    if let Some((_, round)) = interrupted {
+        keep_completed(&mut report.measurements, round);
     }
-    let interrupted = interrupted.map(|(signal, _)| signal);
+    report.interrupted = interrupted.map(|(signal, _)| signal);
     // A tree that cannot be removed does not void what was measured in it.
-    let removal_error = tree.remove().err().map(|e| format!("{e:#}"));
+    report.removal_error = tree.remove().err().map(|e| format!("{e:#}"));
+    let failures = &mut report.failures;
     // A baseline that counted nothing has no rate to divide by: that slice failed.
-    measurements.retain(|m| {
+    report.measurements.retain(|m| {
         let empty_baseline = m.placement.is_root() && m.run.loop_faults() == 0;
         if empty_baseline {
             failures.push(Failure {
                 placement: m.placement.clone(),
                 tasks: m.tasks,
-                repetition: m.repetition,
+                round: m.round,
                 reason: format!(
                     "the baseline counted no work in {:.3} s, so no ratio can be formed; measure longer (--duration)",
                     m.run.elapsed_s()
@@ -151,23 +179,13 @@ pub fn run(plan: &Plan, allowed_cpus: &[usize], progress: &mut dyn Progress) -> 
         }
         !empty_baseline
     });
-    let shape = workload::shape(&spec.settings);
     if shape.exact {
-        warnings.extend(measurements.iter().filter_map(|m| counts_disagree(m, shape.per_iteration)));
+        let disagreements: Vec<Warning> =
+            report.measurements.iter().filter_map(|m| counts_disagree(m, shape.per_iteration)).collect();
+        report.warnings.extend(disagreements);
     }
     drop(files);
-    let mut report = Report {
-        plan: plan.clone(),
-        env,
-        knobs,
-        files: files_note,
-        unit: shape.unit,
-        measurements,
-        failures,
-        warnings,
-        removal_error,
-        interrupted,
-    };
+    report.finished = true;
     let reliability = reliability_warnings(&report);
     report.warnings.extend(reliability);
     Ok(report)
@@ -209,12 +227,7 @@ fn counts_disagree(m: &Measurement, per_iteration: u64) -> Option<Warning> {
     let kernel_faults = m.run.kernel_faults();
     let in_flight = (m.run.workers.len() as u64 * per_iteration) as f64;
     (kernel_faults > 0 && loop_faults.abs_diff(kernel_faults) as f64 > 0.01 * kernel_faults as f64 + in_flight).then(
-        || Warning::CountsDisagree {
-            placement: m.placement.name.clone(),
-            repetition: m.repetition,
-            loop_faults,
-            kernel_faults,
-        },
+        || Warning::CountsDisagree { placement: m.placement.name.clone(), round: m.round, loop_faults, kernel_faults },
     )
 }
 
@@ -227,7 +240,7 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
                 placement: summary.placement.name.clone(),
                 unit: report.unit.name(),
                 cv_pct: summary.faults_per_sec.cv_pct,
-                repetitions: summary.faults_per_sec.n,
+                slices: summary.faults_per_sec.n,
             });
         }
     }
@@ -236,9 +249,9 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
         if m.run.overran {
             warnings.push(Warning::Overran {
                 placement: m.placement.name.clone(),
-                repetition: m.repetition,
+                round: m.round,
                 measured_s: m.run.elapsed_s(),
-                asked_s: report.plan.duration.as_secs_f64(),
+                asked_s: report.plan.slice_duration().as_secs_f64(),
             });
             // Its CPU shares are low because it stood still, not because of other load.
             continue;
@@ -246,7 +259,7 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
         if m.run.start_skew_ns as f64 > 0.1 * interval_ns {
             warnings.push(Warning::StartSkew {
                 placement: m.placement.name.clone(),
-                repetition: m.repetition,
+                round: m.round,
                 skew_us: m.run.start_skew_ns as f64 / 1e3,
             });
         }
@@ -256,7 +269,7 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
             if worker.cpu_share * sharing < 0.95 {
                 let warning = Warning::CpuTaken {
                     placement: m.placement.name.clone(),
-                    repetition: m.repetition,
+                    round: m.round,
                     cpu: worker.cpu,
                     share: worker.cpu_share,
                     sharing,
@@ -270,9 +283,9 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
     warnings
 }
 
-/// Drops the measurements of the repetition a stop signal cut short; earlier ones are whole.
+/// Drops the measurements of the round a stop signal cut short; earlier ones are whole.
 fn keep_completed(measurements: &mut Vec<Measurement>, interrupted_in: u32) {
-    measurements.retain(|m| m.repetition < interrupted_in);
+    measurements.retain(|m| m.round < interrupted_in);
 }
 
 #[cfg(test)]
@@ -286,7 +299,7 @@ mod tests {
         let mut measurements = synthetic_report(&[(1.0, 1.0), (1.0, 1.0)]).measurements;
         measurements.pop();
         keep_completed(&mut measurements, 2);
-        assert!(measurements.iter().all(|m| m.repetition == 1));
+        assert!(measurements.iter().all(|m| m.round == 1));
         assert_eq!(measurements.len(), 2);
     }
 }

@@ -52,6 +52,10 @@ pub enum Command {
         new: Vec<String>,
         #[arg(long, value_enum, default_value_t = crate::export::Format::Table)]
         format: crate::export::Format,
+        /// Compare rows even where their settings differ (chunk, size, THP mode, tmpdir
+        /// filesystem, kernel count source, knobs); each difference is still said
+        #[arg(long)]
+        force: bool,
     },
     /// Draw a run's --csv or --json file as an SVG or PNG chart
     Plot {
@@ -93,17 +97,24 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_baseline: bool,
 
-    /// Seconds each placement is measured (fractions allowed)
+    /// Seconds each placement is measured (fractions allowed), in total: split into --slices
+    /// interleaved slices (baseline, child, ..., then backward), so drift hits every placement
+    /// alike and the overhead gets a 95% confidence interval from the slices
     #[arg(long, default_value = "10", value_name = "SECS", allow_hyphen_values = true)]
     pub duration: String,
 
-    /// Measure every placement N times, interleaved (forward, then backward). The table's +-
-    /// is perf stat's: the relative standard error, 100 x stddev / sqrt(N) / mean
+    /// Slices the --duration is split into [default: one per second, 1 to 10]
+    #[arg(long, default_value = "auto", value_name = "N|auto", allow_hyphen_values = true)]
+    pub slices: String,
+
+    /// Run the whole measurement N times (N x --duration per placement); every slice of every
+    /// repetition counts. The table's +- is perf stat's: 100 x stddev / sqrt(n) / mean over the
+    /// slices
     #[arg(long, default_value = "1", value_name = "N", allow_hyphen_values = true)]
     pub repeat: String,
 
-    /// Seconds the workers run before measuring starts; discarded
-    #[arg(long, default_value = "0", value_name = "SECS", allow_hyphen_values = true)]
+    /// Seconds the workers run before each slice is measured; discarded
+    #[arg(long, default_value = "0.1", value_name = "SECS", allow_hyphen_values = true)]
     pub warmup: String,
 
     /// Seconds between counter samples, on the monotonic clock

@@ -14,6 +14,7 @@ use crate::output;
 use crate::output::progress::TerminalProgress;
 use crate::results::RunFile;
 use crate::run::{self, Interrupted};
+use crate::usage;
 use crate::workload;
 
 /// The main job: measure every placement, print the table, write the files asked for.
@@ -30,16 +31,38 @@ pub fn measure(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode>
         return Err(in_delegated_scope());
     }
     // Outputs are resolved and opened before anything is created, so a bad path costs nothing.
-    let open = |option: &str, path: &Option<OutputPath>| path.as_ref().map(|p| Sink::open(option, p)).transpose();
-    let csv_sink = open("--csv", &options.csv)?;
-    let json_sink = open("--json", &options.json)?;
-    let samples_sink = open("--samples-csv", &options.samples_csv)?;
-    Sink::check_distinct(&[&csv_sink, &json_sink, &samples_sink].into_iter().flatten().collect::<Vec<_>>())?;
+    let open = |option: &str, path: &Option<OutputPath>| {
+        path.as_ref().map(|p| Sink::open(option, p)).transpose().map_err(usage::usage)
+    };
+    let mut csv_sink = open("--csv", &options.csv)?;
+    let mut json_sink = open("--json", &options.json)?;
+    let mut samples_sink = open("--samples-csv", &options.samples_csv)?;
+    Sink::check_distinct(&[&csv_sink, &json_sink, &samples_sink].into_iter().flatten().collect::<Vec<_>>())
+        .map_err(usage::usage)?;
 
     let unit = workload::shape(&plan.workload_settings(None)).unit.name();
     let mut progress = TerminalProgress::new(options.quiet, unit);
     run::signals::install_for_run();
-    let report = bench::run(plan, allowed_cpus, &mut progress)?;
+    // After every slice the files on disk hold everything measured so far, run_complete=false.
+    let mut checkpoint_failed = false;
+    let mut checkpoint = |report: &crate::report::Report| {
+        let written = [
+            csv_sink
+                .as_mut()
+                .map(|s| s.checkpoint(|out| export::csv::write(out, &export::csv::rows(report, options.per_cpu)))),
+            json_sink.as_mut().map(|s| s.checkpoint(|out| export::json::write(out, report))),
+            samples_sink
+                .as_mut()
+                .map(|s| s.checkpoint(|out| export::csv::write(out, &export::csv::sample_rows(report)))),
+        ];
+        for error in written.into_iter().flatten().filter_map(Result::err) {
+            if !checkpoint_failed {
+                say!("faultscale: warning: {error:#}; the files are written at the end instead");
+            }
+            checkpoint_failed = true;
+        }
+    };
+    let report = bench::run(plan, allowed_cpus, &mut progress, &mut checkpoint)?;
     drop(progress);
     for warning in &report.warnings {
         say!("faultscale: warning: {warning}");
@@ -76,16 +99,16 @@ pub fn measure(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode>
     }
     if let Some(signal) = report.interrupted {
         match report.measurements.len() {
-            0 => say!("faultscale: {}; no repetition completed, nothing was written", Interrupted(signal)),
+            0 => say!("faultscale: {}; no slice completed, nothing was written", Interrupted(signal)),
             done => say!(
-                "faultscale: {}; wrote the {done} measurements of the completed repetitions, marked run_complete=false",
+                "faultscale: {}; wrote the {done} measurements of the completed slices, marked run_complete=false",
                 Interrupted(signal)
             ),
         }
         return Ok(ExitCode::from(128 + signal as u8));
     }
     for failure in &report.failures {
-        say!("faultscale: error: {} repetition {}: {}", failure.placement.name, failure.repetition, failure.reason);
+        say!("faultscale: error: {} slice {}: {}", failure.placement.name, failure.round, failure.reason);
     }
     let clean = report.failures.is_empty() && report.removal_error.is_none() && !write_failed;
     Ok(if clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
@@ -137,12 +160,21 @@ pub fn cleanup(dry_run: bool, version: VersionChoice, base: &str, tmpdir: &str) 
     Ok(if cgroups_clean && files_clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-pub fn compare(base: &str, new: &[String], format: export::Format) -> Result<ExitCode> {
+pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) -> Result<ExitCode> {
     let base = RunFile::load(Path::new(base))?;
     let mut changes = Vec::new();
     for path in new {
         let file = RunFile::load(Path::new(path))?;
-        for warning in compare::differences(&base, &file) {
+        let settings = compare::setting_differences(&base, &file);
+        if !settings.is_empty() && !force {
+            return Err(usage::usage(anyhow::anyhow!(
+                "{} vs {}: rows measured with different settings cannot be compared ({}); rerun alike, or --force",
+                base.name,
+                file.name,
+                settings.join("; ")
+            )));
+        }
+        for warning in compare::differences(&base, &file).into_iter().chain(settings) {
             say!("faultscale: warning: {warning}");
         }
         changes.extend(compare::compare(&base, &file));

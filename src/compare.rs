@@ -18,14 +18,36 @@ pub struct Change {
     pub base_mean: f64,
     pub new_mean: f64,
     pub change_pct: f64,
-    /// "yes", "no", or "?" when a side has a single repetition.
+    /// "yes", "no", or "?" when a side has a single slice.
     pub significant: &'static str,
     pub base_cv_pct: f64,
     pub new_cv_pct: f64,
     pub base_overhead_pct: Option<f64>,
     pub new_overhead_pct: Option<f64>,
-    /// New overhead minus base overhead, percentage points.
-    pub overhead_change_points: Option<f64>,
+    /// The overhead's change, new over base (geometric means of the per-slice overheads), in
+    /// percent, with its 95% interval (Welch's t on the log overheads).
+    pub overhead_change_pct: Option<f64>,
+    pub overhead_change_low_pct: Option<f64>,
+    pub overhead_change_high_pct: Option<f64>,
+    /// Its p-value, Holm-adjusted across the rows compared with the same new file.
+    pub overhead_p_holm: Option<f64>,
+}
+
+/// Rows of the two files whose settings differ, one line each: comparing them would mix a
+/// setting's effect into the kernel's.
+pub fn setting_differences(base: &RunFile, new: &RunFile) -> Vec<String> {
+    let mut differences = std::collections::BTreeSet::new();
+    for (key, base_settings) in &base.settings {
+        let Some(new_settings) = new.settings.get(key) else { continue };
+        for (setting, base_value) in base_settings {
+            if let Some(new_value) = new_settings.get(setting)
+                && new_value != base_value
+            {
+                differences.insert(format!("{setting} {base_value:?} vs {new_value:?}"));
+            }
+        }
+    }
+    differences.into_iter().collect()
 }
 
 pub fn compare(base: &RunFile, new: &RunFile) -> Vec<Change> {
@@ -33,8 +55,12 @@ pub fn compare(base: &RunFile, new: &RunFile) -> Vec<Change> {
     for (key, base_rates) in &base.rates {
         let Some(new_rates) = new.rates.get(key) else { continue };
         let (Some(b), Some(n)) = (summarize(base_rates), summarize(new_rates)) else { continue };
-        let overhead = |file: &RunFile| file.overheads.get(key).and_then(|v| summarize(v)).map(|s| 100.0 * s.mean);
-        let (base_overhead, new_overhead) = (overhead(base), overhead(new));
+        let overheads = |file: &RunFile| file.overheads.get(key).cloned().unwrap_or_default();
+        let (base_overheads, new_overheads) = (overheads(base), overheads(new));
+        let overhead = |values: &[f64]| stats::geometric_interval(values).map(|i| 100.0 * i.mean);
+        let (base_overhead, new_overhead) = (overhead(&base_overheads), overhead(&new_overheads));
+        let change = stats::ratio_change(&base_overheads, &new_overheads);
+        let percent = |ratio: f64| 100.0 * (ratio - 1.0);
         changes.push(Change {
             workload: key.workload.clone(),
             mode: key.mode.clone(),
@@ -53,8 +79,17 @@ pub fn compare(base: &RunFile, new: &RunFile) -> Vec<Change> {
             new_cv_pct: n.cv_pct,
             base_overhead_pct: base_overhead,
             new_overhead_pct: new_overhead,
-            overhead_change_points: base_overhead.zip(new_overhead).map(|(b, n)| n - b),
+            overhead_change_pct: change.map(|c| percent(c.change)),
+            overhead_change_low_pct: change.map(|c| percent(c.low)),
+            overhead_change_high_pct: change.map(|c| percent(c.high)),
+            overhead_p_holm: change.map(|c| c.p),
         });
+    }
+    // Many rows tested at once: Holm keeps the chance of any false "significant" at 5%.
+    let tested: Vec<usize> = (0..changes.len()).filter(|&i| changes[i].overhead_p_holm.is_some()).collect();
+    let raw: Vec<f64> = tested.iter().map(|&i| changes[i].overhead_p_holm.expect("tested")).collect();
+    for (&i, adjusted) in tested.iter().zip(stats::holm(&raw)) {
+        changes[i].overhead_p_holm = Some(adjusted);
     }
     changes
 }
@@ -73,6 +108,14 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
     if unmatched > 0 {
         warnings.push(format!("{}: {unmatched} row(s) have no match in {}", new.name, base.name));
     }
+    for file in [base, new] {
+        if file.incomplete {
+            warnings.push(format!(
+                "{}: a signal ended that run early (run_complete=false); its rows hold only the slices it finished",
+                file.name
+            ));
+        }
+    }
     warnings
 }
 
@@ -81,14 +124,15 @@ mod tests {
     use super::*;
     use crate::results::RunFile;
 
-    const HEADER: &str = "run_id,kernel,host,cgroup_version,workload,mode,tasks,placement,repetition,cpu,faults_per_sec,ratio_vs_baseline\n";
+    const HEADER: &str =
+        "run_id,kernel,host,cgroup_version,workload,mode,tasks,placement,repetition,cpu,faults_per_sec,ratio_vs_root\n";
 
     fn csv_file(name: &str, kernel: &str, rows: &[(&str, u32, f64, f64)]) -> RunFile {
         let mut text = HEADER.to_string();
-        for (placement, repetition, rate, ratio) in rows {
-            text += &format!("r,{kernel},h,v1,anon,process,2,{placement},{repetition},,{rate},{ratio}\n");
+        for (placement, round, rate, ratio) in rows {
+            text += &format!("r,{kernel},h,v1,anon,process,2,{placement},{round},,{rate},{ratio}\n");
             // A per-CPU row that must be ignored.
-            text += &format!("r,{kernel},h,v1,anon,process,2,{placement},{repetition},0,1,\n");
+            text += &format!("r,{kernel},h,v1,anon,process,2,{placement},{round},0,1,\n");
         }
         RunFile::from_csv(name.into(), &text).unwrap()
     }
@@ -131,7 +175,9 @@ mod tests {
         assert_eq!(child.significant, "yes");
         assert!((child.base_overhead_pct.unwrap() - 100.0 / 0.9).abs() < 1e-9);
         assert!((child.new_overhead_pct.unwrap() - 125.0).abs() < 1e-9);
-        assert!((child.overhead_change_points.unwrap() - (125.0 - 100.0 / 0.9)).abs() < 1e-9);
+        // Files from before the overhead column carry the rate ratio; it reads back inverted.
+        assert!((child.overhead_change_pct.unwrap() - 100.0 * (1.25 * 0.9 - 1.0)).abs() < 1e-9);
+        assert!(child.overhead_change_low_pct.unwrap() > 0.0 && child.overhead_p_holm.unwrap() < 0.05);
         let warnings = differences(&base, &new);
         assert_eq!(warnings, vec!["a.csv vs b.csv: kernel differs (6.1 vs 6.2)".to_string()]);
     }

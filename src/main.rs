@@ -33,6 +33,7 @@ mod results;
 mod run;
 mod stats;
 mod text;
+mod usage;
 mod workload;
 
 use std::process::ExitCode;
@@ -53,12 +54,12 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         None => run::cpus::allowed().and_then(|allowed| {
-            let options = RunOptions::from_args(&cli.run, &allowed)?;
+            let options = RunOptions::from_args(&cli.run, &allowed).map_err(usage::usage)?;
             commands::measure(&options, &allowed)
         }),
         Some(Command::Env { cgroup_version, base }) => commands::env(cgroup_version, &base),
         Some(Command::Profiles { name, cgroup_version }) => commands::profiles(name.as_deref(), cgroup_version),
-        Some(Command::Compare { base, new, format }) => commands::compare(&base, &new, format),
+        Some(Command::Compare { base, new, format, force }) => commands::compare(&base, &new, format, force),
         Some(Command::Plot { file, output, chart }) => commands::plot(&file, &output, chart),
         Some(Command::Completions { shell }) => {
             clap_complete::generate(
@@ -92,7 +93,7 @@ fn main() -> ExitCode {
             }
             // One line: the context chain joined, as ripgrep does.
             say!("faultscale: error: {e:#}");
-            ExitCode::FAILURE
+            if usage::is_usage(&e) { ExitCode::from(2) } else { ExitCode::FAILURE }
         }
     }
 }

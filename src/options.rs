@@ -85,6 +85,21 @@ impl RunOptions {
                 MIN_DURATION.as_secs_f64()
             );
         }
+        let slices =
+            match args.slices.trim() {
+                // About one slice per second: enough for an interval, each long enough to be steady.
+                "auto" => (duration.as_secs_f64().floor() as u32).clamp(1, 10),
+                text => text.parse::<u32>().ok().filter(|n| (1..=1000).contains(n)).ok_or_else(|| {
+                    anyhow!("--slices {text:?}: give a whole number of slices from 1 to 1000, or auto")
+                })?,
+            };
+        if duration / slices < MIN_DURATION {
+            bail!(
+                "--slices {slices}: slices of {:.3} s are shorter than {} s; fewer slices or a longer --duration",
+                (duration / slices).as_secs_f64(),
+                MIN_DURATION.as_secs_f64()
+            );
+        }
         let repeat: u32 = args.repeat.trim().parse().map_err(|_| {
             anyhow!("--repeat {:?}: must be a whole number of repetitions from 1 to 10000", args.repeat)
         })?;
@@ -155,6 +170,7 @@ impl RunOptions {
         let plan = Plan {
             placements,
             duration,
+            slices,
             repeat,
             warmup: parse_seconds("--warmup", &args.warmup, true)?,
             interval,

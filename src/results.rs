@@ -1,5 +1,5 @@
 //! faultscale's own result files (--csv or --json) read back, for `compare` and `plot`:
-//! per workload, mode, task count and placement, the rate of every repetition.
+//! per workload, mode, task count and placement, the rate of every round.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -27,14 +27,18 @@ impl Key {
 pub struct RunFile {
     pub name: String,
     pub rates: BTreeMap<Key, Vec<f64>>,
-    /// Root rate / placement rate, per repetition.
+    /// Baseline rate / placement rate, per slice.
     pub overheads: BTreeMap<Key, Vec<f64>>,
+    /// Per row key, the settings that must agree for two files' rows to be compared.
+    pub settings: BTreeMap<Key, BTreeMap<&'static str, String>>,
+    /// Some rows come from a run a signal ended early.
+    pub incomplete: bool,
     pub facts: BTreeMap<&'static str, String>,
     /// Levels below the base, per placement name.
     pub depths: BTreeMap<String, u64>,
 }
 
-/// Far beyond any run's file (a 10,000-repetition sweep with --per-cpu is a few MiB).
+/// Far beyond any run's file (a 10,000-round sweep with --per-cpu is a few MiB).
 const MAX_RESULT_BYTES: u64 = 256 << 20;
 
 /// A rate, ratio or task count read back must be a finite, non-negative number.
@@ -46,6 +50,10 @@ fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> 
 }
 
 const FACTS: [&str; 5] = ["kernel", "host", "cgroup_version", "thp_enabled", "governor"];
+
+/// Settings that change what a row measures: rows that differ in one are not comparable.
+/// (Workload, mode, tasks and placement are in the row's key already.)
+pub const SETTINGS: [&str; 6] = ["chunk_bytes", "size_bytes", "thp_mode", "tmpdir_fs", "kernel_count_source", "knobs"];
 
 pub fn key(workload: &str, mode: &str, tasks: u64, placement: &str) -> Key {
     Key { workload: workload.into(), mode: mode.into(), tasks, placement: (!is_baseline(placement), placement.into()) }
@@ -75,8 +83,8 @@ impl RunFile {
         if text.trim_start().starts_with('{') { Self::from_json(name, &text) } else { Self::from_csv(name, &text) }
     }
 
-    fn add(&mut self, key: Key, rate: f64, ratio: Option<f64>) {
-        if let Some(overhead) = ratio.and_then(crate::stats::overhead)
+    fn add(&mut self, key: Key, rate: f64, overhead: Option<f64>) {
+        if let Some(overhead) = overhead
             && key.placement.0
         {
             self.overheads.entry(key.clone()).or_default().push(overhead);
@@ -90,15 +98,22 @@ impl RunFile {
         let column = |wanted: &str| {
             headers
                 .iter()
-                // Files written before the baseline could be `base` call the ratio ratio_vs_root.
-                .position(|h| h == wanted || (wanted == "ratio_vs_baseline" && h == "ratio_vs_root"))
+                .position(|h| h == wanted)
                 .ok_or_else(|| anyhow!("{name}: no {wanted} column; is this a faultscale --csv file?"))
         };
         let depth_column = headers.iter().position(|h| h == "depth");
-        let [workload, mode, tasks, placement, cpu, rate, ratio] =
-            ["workload", "mode", "tasks", "placement", "cpu", "faults_per_sec", "ratio_vs_baseline"].map(column);
-        let (workload, mode, tasks, placement, cpu, rate, ratio) =
-            (workload?, mode?, tasks?, placement?, cpu?, rate?, ratio?);
+        let [workload, mode, tasks, placement, cpu, rate] =
+            ["workload", "mode", "tasks", "placement", "cpu", "faults_per_sec"].map(column);
+        let (workload, mode, tasks, placement, cpu, rate) = (workload?, mode?, tasks?, placement?, cpu?, rate?);
+        // The overhead itself; files from before it was written read their rate ratio instead.
+        let overhead_column = headers.iter().position(|h| h == "overhead_vs_baseline");
+        let ratio_column = headers.iter().position(|h| h == "ratio_vs_root");
+        if overhead_column.is_none() && ratio_column.is_none() {
+            bail!("{name}: no overhead_vs_baseline column; is this a faultscale --csv file?");
+        }
+        let complete_column = headers.iter().position(|h| h == "run_complete");
+        let setting_columns: Vec<(&'static str, usize)> =
+            SETTINGS.iter().filter_map(|s| headers.iter().position(|h| h == *s).map(|i| (*s, i))).collect();
         let mut file = RunFile { name: name.clone(), ..Default::default() };
         for (line, record) in reader.records().enumerate() {
             let record = record.with_context(|| format!("{name}: row {}", line + 2))?;
@@ -114,11 +129,22 @@ impl RunFile {
             }
             let tasks_count = tasks_count as u64;
             let k = key(&record[workload], &record[mode], tasks_count, &record[placement]);
-            let ratio_value = if record[ratio].is_empty() { None } else { Some(number(ratio)?) };
+            let overhead = match (overhead_column, ratio_column) {
+                (Some(i), _) if !record[i].is_empty() => Some(number(i)?),
+                (None, Some(i)) if !record[i].is_empty() => number(i).map(crate::stats::overhead)?,
+                _ => None,
+            };
             if let Some(depth) = depth_column.and_then(|i| record[i].parse().ok()) {
                 file.depths.insert(record[placement].to_string(), depth);
             }
-            file.add(k, number(rate)?, ratio_value);
+            if complete_column.is_some_and(|i| &record[i] == "false") {
+                file.incomplete = true;
+            }
+            let settings = file.settings.entry(k.clone()).or_default();
+            for &(setting, i) in &setting_columns {
+                settings.entry(setting).or_insert_with(|| record[i].to_string());
+            }
+            file.add(k, number(rate)?, overhead);
             for fact in FACTS {
                 if let Some(i) = headers.iter().position(|h| h == fact) {
                     file.facts.entry(fact).or_insert_with(|| record[i].to_string());
@@ -155,12 +181,32 @@ impl RunFile {
             if let Some(depth) = m["depth"].as_u64() {
                 file.depths.insert(placement.to_string(), depth);
             }
-            let ratio_field = if m.get("ratio_vs_baseline").is_some() { "ratio_vs_baseline" } else { "ratio_vs_root" };
-            let ratio = match &m[ratio_field] {
-                serde_json::Value::Null => None,
-                value => Some(figure(&name, placement, "ratio_vs_baseline", value.as_f64(), &value.to_string())?),
+            let overhead = match (&m["overhead_vs_baseline"], &m["ratio_vs_root"]) {
+                (serde_json::Value::Null, serde_json::Value::Null) => None,
+                (serde_json::Value::Null, ratio) => {
+                    figure(&name, placement, "ratio_vs_root", ratio.as_f64(), &ratio.to_string())
+                        .map(crate::stats::overhead)?
+                }
+                (value, _) => {
+                    Some(figure(&name, placement, "overhead_vs_baseline", value.as_f64(), &value.to_string())?)
+                }
             };
-            file.add(key(workload, mode, tasks, placement), rate, ratio);
+            let k = key(workload, mode, tasks, placement);
+            let row_settings = file.settings.entry(k.clone()).or_default();
+            for setting in SETTINGS {
+                let value = match setting {
+                    "knobs" => continue,
+                    "kernel_count_source" => m["run"]["kernel_source"].as_str().map(str::to_string),
+                    _ => settings[setting]
+                        .as_str()
+                        .map(str::to_string)
+                        .or_else(|| settings[setting].as_u64().map(|v| v.to_string())),
+                };
+                if let Some(value) = value {
+                    row_settings.entry(setting).or_insert(value);
+                }
+            }
+            file.add(k, rate, overhead);
         }
         let env = &document["environment"];
         for fact in FACTS {
@@ -184,14 +230,14 @@ mod tests {
 
     #[test]
     fn non_finite_negative_and_impossible_figures_are_refused() {
-        let header = "workload,mode,tasks,placement,cpu,faults_per_sec,ratio_vs_baseline\n";
+        let header = "workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline\n";
         for (row, why) in [
             ("anon,process,2,root,,inf,", "faults_per_sec \"inf\""),
             ("anon,process,2,root,,NaN,", "faults_per_sec \"NaN\""),
             ("anon,process,2,root,,-5,", "faults_per_sec \"-5\""),
             ("anon,process,-3,root,,5,", "tasks \"-3\""),
             ("anon,process,0,root,,5,", "tasks \"0\""),
-            ("anon,process,2,child,,5,inf", "ratio_vs_baseline \"inf\""),
+            ("anon,process,2,child,,5,inf", "overhead_vs_baseline \"inf\""),
         ] {
             let err = RunFile::from_csv("x.csv".into(), &format!("{header}{row}\n")).unwrap_err().to_string();
             assert!(err.starts_with("x.csv: row 2: ") && err.contains(why), "{row}: {err}");

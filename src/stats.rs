@@ -70,12 +70,12 @@ pub fn t_quantile_95(df: usize) -> f64 {
     }
 }
 
-/// Mean of per-repetition ratios with its 95% confidence interval (Student t).
+/// Mean of per-round ratios with its 95% confidence interval (Student t).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct RatioInterval {
     pub n: usize,
     pub mean: f64,
-    /// None with a single repetition: no interval can be given.
+    /// None with a single round: no interval can be given.
     pub low: Option<f64>,
     pub high: Option<f64>,
 }
@@ -90,17 +90,151 @@ impl RatioInterval {
     }
 }
 
-pub fn ratio_interval(ratios: &[f64]) -> Option<RatioInterval> {
-    let summary = summarize(ratios)?;
+/// The geometric mean of per-slice ratios with its 95% interval, from the log ratios
+/// (Student t): ratios multiply, so their logs are what averages and spreads symmetrically.
+/// This is faultscale's one overhead estimator.
+pub fn geometric_interval(ratios: &[f64]) -> Option<RatioInterval> {
+    if ratios.iter().any(|r| !(*r > 0.0 && r.is_finite())) {
+        return None;
+    }
+    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+    let summary = summarize(&logs)?;
+    let mean = summary.mean.exp();
     if summary.n < 2 {
-        return Some(RatioInterval { n: summary.n, mean: summary.mean, low: None, high: None });
+        return Some(RatioInterval { n: summary.n, mean, low: None, high: None });
     }
     let half_width = t_quantile_95(summary.n - 1) * summary.stddev / (summary.n as f64).sqrt();
     Some(RatioInterval {
         n: summary.n,
-        mean: summary.mean,
-        low: Some(summary.mean - half_width),
-        high: Some(summary.mean + half_width),
+        mean,
+        low: Some((summary.mean - half_width).exp()),
+        high: Some((summary.mean + half_width).exp()),
+    })
+}
+
+/// ln Γ(x) for x > 0 (Lanczos, g = 7, 9 terms: 15 significant digits).
+fn ln_gamma(x: f64) -> f64 {
+    const COEFFICIENTS: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Γ(x) Γ(1 - x) = π / sin(πx).
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let t = x + 7.5;
+    let sum = COEFFICIENTS[1..].iter().enumerate().fold(COEFFICIENTS[0], |acc, (i, c)| acc + c / (x + i as f64 + 1.0));
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
+}
+
+/// The regularized incomplete beta function I_x(a, b), by its continued fraction (modified
+/// Lentz), with the symmetry I_x(a, b) = 1 - I_{1-x}(b, a) where that converges faster.
+fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    if x > (a + 1.0) / (a + b + 2.0) {
+        return 1.0 - incomplete_beta(b, a, 1.0 - x);
+    }
+    let front = (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp() / a;
+    let tiny = 1e-300;
+    let (mut c, mut d) = (1.0, 1.0 - (a + b) * x / (a + 1.0));
+    d = 1.0 / if d.abs() < tiny { tiny } else { d };
+    let mut result = d;
+    for m in 1..300 {
+        let m = m as f64;
+        for numerator in [
+            m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)),
+        ] {
+            d = 1.0 + numerator * d;
+            d = 1.0 / if d.abs() < tiny { tiny } else { d };
+            c = 1.0 + numerator / c;
+            if c.abs() < tiny {
+                c = tiny;
+            }
+            result *= c * d;
+        }
+        if (c * d - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    front * result
+}
+
+/// The two-sided p-value of Student's t with `df` degrees of freedom (fractional allowed).
+pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
+    if !t.is_finite() {
+        return 0.0;
+    }
+    if !df.is_finite() {
+        // The normal limit: p = erfc(|t| / sqrt 2), through the t formula at a huge df.
+        return t_two_sided_p(t, 1e7);
+    }
+    incomplete_beta(df / 2.0, 0.5, df / (df + t * t)).clamp(0.0, 1.0)
+}
+
+/// Holm's step-down adjustment of p-values for testing several rows at once: the family-wise
+/// error stays at the level asked, where raw p-values would call one row in twenty
+/// significant by chance.
+pub fn holm(p_values: &[f64]) -> Vec<f64> {
+    let count = p_values.len();
+    let mut order: Vec<usize> = (0..count).collect();
+    order.sort_by(|&a, &b| p_values[a].total_cmp(&p_values[b]));
+    let mut adjusted = vec![0.0; count];
+    let mut running_max: f64 = 0.0;
+    for (rank, &index) in order.iter().enumerate() {
+        running_max = running_max.max(((count - rank) as f64 * p_values[index]).min(1.0));
+        adjusted[index] = running_max;
+    }
+    adjusted
+}
+
+/// How the geometric mean of `b`'s ratios differs from `a`'s: new/base, with its 95% interval
+/// and two-sided p-value (Welch's t on the log ratios).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct RatioChange {
+    pub change: f64,
+    pub low: f64,
+    pub high: f64,
+    pub p: f64,
+}
+
+/// None when either side has fewer than two ratios.
+pub fn ratio_change(a: &[f64], b: &[f64]) -> Option<RatioChange> {
+    let logs =
+        |r: &[f64]| -> Option<Vec<f64>> { r.iter().map(|v| (*v > 0.0 && v.is_finite()).then(|| v.ln())).collect() };
+    let (la, lb) = (logs(a)?, logs(b)?);
+    let (sa, sb) = (summarize(&la)?, summarize(&lb)?);
+    if sa.n < 2 || sb.n < 2 {
+        return None;
+    }
+    let (va, vb) = (sa.stddev.powi(2) / sa.n as f64, sb.stddev.powi(2) / sb.n as f64);
+    let difference = sb.mean - sa.mean;
+    let se = (va + vb).sqrt();
+    if se == 0.0 {
+        let p = if difference == 0.0 { 1.0 } else { 0.0 };
+        let change = difference.exp();
+        return Some(RatioChange { change, low: change, high: change, p });
+    }
+    let df = (va + vb).powi(2) / (va.powi(2) / (sa.n - 1) as f64 + vb.powi(2) / (sb.n - 1) as f64);
+    let half_width = t_quantile_95(df.floor().max(1.0) as usize) * se;
+    Some(RatioChange {
+        change: difference.exp(),
+        low: (difference - half_width).exp(),
+        high: (difference + half_width).exp(),
+        p: t_two_sided_p(difference / se, df),
     })
 }
 
@@ -159,7 +293,7 @@ mod tests {
         assert_eq!(summarize(&[]), None);
         let s = summarize(&[3.0]).unwrap();
         assert_eq!((s.mean, s.median, s.stddev, s.rse_pct), (3.0, 3.0, 0.0, 0.0));
-        let r = ratio_interval(&[1.1]).unwrap();
+        let r = geometric_interval(&[1.1]).unwrap();
         assert_eq!((r.low, r.high), (None, None));
         assert!(!r.excludes(1.0));
     }
@@ -194,15 +328,57 @@ mod tests {
     }
 
     #[test]
-    fn ratio_interval_uses_student_t() {
-        // Ratios 1.08, 1.10, 1.12: mean 1.10, stddev 0.02, half-width 4.303 * 0.02 / sqrt(3).
-        let r = ratio_interval(&[1.08, 1.10, 1.12]).unwrap();
-        let half = 4.303 * 0.02 / 3f64.sqrt();
-        assert!(close(r.mean, 1.10, 1e-12));
-        assert!(close(r.low.unwrap(), 1.10 - half, 1e-9));
-        assert!(close(r.high.unwrap(), 1.10 + half, 1e-9));
+    fn geometric_interval_works_on_log_ratios() {
+        // Ratios 1.08, 1.10, 1.12: the geometric mean and the t interval of the logs.
+        let logs = [1.08f64.ln(), 1.10f64.ln(), 1.12f64.ln()];
+        let mean = logs.iter().sum::<f64>() / 3.0;
+        let sd = (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+        let half = 4.303 * sd / 3f64.sqrt();
+        let r = geometric_interval(&[1.08, 1.10, 1.12]).unwrap();
+        assert!(close(r.mean, mean.exp(), 1e-12));
+        assert!(close(r.low.unwrap(), (mean - half).exp(), 1e-9));
+        assert!(close(r.high.unwrap(), (mean + half).exp(), 1e-9));
         assert!(r.excludes(1.0));
-        let wide = ratio_interval(&[0.9, 1.1]).unwrap();
-        assert!(!wide.excludes(1.0));
+        // Inverting every ratio inverts the estimate: one number whichever way it is read.
+        let inverse = geometric_interval(&[1.0 / 1.08, 1.0 / 1.10, 1.0 / 1.12]).unwrap();
+        assert!(close(inverse.mean, 1.0 / r.mean, 1e-12));
+        assert!(!geometric_interval(&[0.9, 1.1]).unwrap().excludes(1.0));
+        assert_eq!(geometric_interval(&[1.0, 0.0]), None);
+    }
+
+    #[test]
+    fn t_p_values_match_tables() {
+        // Two-sided 5% critical values from the table: p = 0.05 there.
+        assert!(close(t_two_sided_p(2.228, 10.0), 0.05, 5e-4));
+        assert!(close(t_two_sided_p(12.706, 1.0), 0.05, 5e-4));
+        assert!(close(t_two_sided_p(1.96, f64::INFINITY), 0.05, 5e-4));
+        // t(1) is Cauchy: p(|T| > 1) = 0.5 exactly.
+        assert!(close(t_two_sided_p(1.0, 1.0), 0.5, 1e-9));
+        assert!(close(t_two_sided_p(0.0, 7.0), 1.0, 1e-12));
+        assert!(close(ln_gamma(5.0), 24f64.ln(), 1e-12));
+        assert!(close(ln_gamma(0.5), std::f64::consts::PI.sqrt().ln(), 1e-12));
+    }
+
+    #[test]
+    fn holm_adjusts_step_down_and_stays_monotone() {
+        let adjusted = holm(&[0.01, 0.04, 0.03]);
+        assert!(close(adjusted[0], 0.03, 1e-12));
+        assert!(close(adjusted[1], 0.06, 1e-12));
+        assert!(close(adjusted[2], 0.06, 1e-12));
+        // 2 x 0.8 caps at 1, and the larger p may not fall below it.
+        assert_eq!(holm(&[0.9, 0.8]), [1.0, 1.0]);
+        assert!(holm(&[]).is_empty());
+    }
+
+    #[test]
+    fn ratio_changes_are_tested_on_logs() {
+        let base = [1.05, 1.06, 1.04, 1.05];
+        let worse = [1.10, 1.11, 1.09, 1.10];
+        let c = ratio_change(&base, &worse).unwrap();
+        assert!(c.change > 1.04 && c.change < 1.06, "{c:?}");
+        assert!(c.low > 1.0 && c.p < 0.01, "{c:?}");
+        let same = ratio_change(&base, &[1.06, 1.04, 1.05, 1.05]).unwrap();
+        assert!(same.low < 1.0 && same.high > 1.0 && same.p > 0.5, "{same:?}");
+        assert_eq!(ratio_change(&[1.0], &worse), None);
     }
 }

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use common::*;
 
 #[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn each_stop_signal_in_each_phase_cleans_up_with_its_exit_code() {
-    let Some(_serial) = needs_root() else { return };
+    let _serial = needs_root();
     let base = runs_dir();
     // (signal, exit code, args, delay after the run is up)
     let cases: &[(i32, i32, &[&str], u64)] = &[
@@ -33,8 +34,9 @@ fn each_stop_signal_in_each_phase_cleans_up_with_its_exit_code() {
 }
 
 #[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_signal_during_setup_leaves_nothing() {
-    let Some(_serial) = needs_root() else { return };
+    let _serial = needs_root();
     let base = runs_dir();
     // Sent as soon as the process exists: it lands during option checks, cgroup creation or
     // forking, whichever the process has reached.
@@ -53,8 +55,9 @@ fn a_signal_during_setup_leaves_nothing() {
 }
 
 #[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_second_ctrl_c_does_not_abandon_cleanup_and_completed_repetitions_are_kept() {
-    let Some(_serial) = needs_root() else { return };
+    let _serial = needs_root();
     let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
@@ -96,8 +99,9 @@ fn a_second_ctrl_c_does_not_abandon_cleanup_and_completed_repetitions_are_kept()
 }
 
 #[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn sigkill_leaves_empty_cgroups_that_cleanup_removes() {
-    let Some(_serial) = needs_root() else { return };
+    let _serial = needs_root();
     let base = runs_dir();
     let child = spawn(&["--base", BASE, "--cgroup", "child,nested:4", "--duration", "30"]);
     let pid = child.id();
@@ -133,8 +137,9 @@ fn sigkill_leaves_empty_cgroups_that_cleanup_removes() {
 }
 
 #[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn cleanup_keeps_trees_of_live_runs_and_trees_with_processes() {
-    let Some(_serial) = needs_root() else { return };
+    let _serial = needs_root();
     let base = runs_dir();
     // A live run's tree is kept.
     let child = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "3"]);
@@ -168,8 +173,9 @@ fn cleanup_keeps_trees_of_live_runs_and_trees_with_processes() {
 }
 
 #[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn an_oom_killed_worker_is_reported_for_its_placement_and_the_others_still_report() {
-    let Some(_serial) = needs_root() else { return };
+    let _serial = needs_root();
     let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("tiny.toml");
@@ -194,15 +200,16 @@ fn an_oom_killed_worker_is_reported_for_its_placement_and_the_others_still_repor
     );
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("tiny repetition 1: worker") && stderr.contains("the OOM killer ran in"), "{stderr}");
+    assert!(stderr.contains("tiny slice 1: worker") && stderr.contains("the OOM killer ran in"), "{stderr}");
     let rows = read_csv(&csv);
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["placement"], "base");
 }
 
 #[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn two_runs_at_once_do_not_clash_and_the_second_warns() {
-    let Some(_serial) = needs_root() else { return };
+    let _serial = needs_root();
     let base = runs_dir();
     let first = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "2"]);
     let first_pid = first.id();

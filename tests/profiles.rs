@@ -5,8 +5,9 @@ mod common;
 use common::*;
 
 #[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn shipped_profiles_build_apply_their_knobs_and_vanish() {
-    let Some(_serial) = needs_root() else { return };
+    let _serial = needs_root();
     let base = runs_dir();
     let v1 = std::fs::read_to_string("/proc/self/cgroup").unwrap().lines().any(|l| l.contains(":memory:"));
     let profiles: &[&str] = if v1 {
@@ -36,14 +37,15 @@ fn shipped_profiles_build_apply_their_knobs_and_vanish() {
     if v1 {
         let (_, output) = run_clean(&base, &["--base", BASE, "--cgroup", "high", "--duration", "0.2"]);
         let stderr = text(&output.stderr);
-        assert_eq!(output.status.code(), Some(1));
+        assert_eq!(output.status.code(), Some(2), "a usage error: {stderr}");
         assert!(stderr.contains("memory.high has no cgroup v1 equivalent"), "{stderr}");
     }
 }
 
 #[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn knob_files_hold_the_written_values_during_the_run() {
-    let Some(_serial) = needs_root() else { return };
+    let _serial = needs_root();
     let base = runs_dir();
     let child = spawn(&["--base", BASE, "--cgroup", "protected", "--duration", "2", "--no-baseline"]);
     let pid = child.id();
@@ -71,8 +73,9 @@ fn knob_files_hold_the_written_values_during_the_run() {
 }
 
 #[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn bad_profiles_fail_before_anything_is_created() {
-    let Some(_serial) = needs_root() else { return };
+    let _serial = needs_root();
     let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let cases = [
@@ -86,7 +89,7 @@ fn bad_profiles_fail_before_anything_is_created() {
         std::fs::write(&path, body).unwrap();
         let (_, output) = run_clean(&base, &["--base", BASE, "--cgroup", path.to_str().unwrap(), "--duration", "0.2"]);
         let stderr = text(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{file}: {stderr}");
+        assert_eq!(output.status.code(), Some(2), "a usage error: {file}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{file}: {stderr}");
         assert!(stderr.contains(expected), "{file}: {stderr}");
     }

@@ -57,7 +57,11 @@ fn compare_marks_real_changes_and_not_noise() {
     let child_slower = find("slower.csv", "child");
     assert_eq!(get(&child_slower, "significant"), "yes");
     assert!((get(&child_slower, "change_pct").parse::<f64>().unwrap() + 10.0).abs() < 0.1);
-    assert!(get(&child_slower, "overhead_change_points").parse::<f64>().unwrap() > 10.0);
+    // The overhead grew about 11% (1/0.9 -> 1/0.81), its interval clear of zero.
+    let overhead_change: f64 = get(&child_slower, "overhead_change_pct").parse().unwrap();
+    assert!((overhead_change - 11.1).abs() < 1.0, "{overhead_change}");
+    assert!(get(&child_slower, "overhead_change_low_pct").parse::<f64>().unwrap() > 0.0);
+    assert!(get(&child_slower, "overhead_p_holm").parse::<f64>().unwrap() < 0.05);
     assert_eq!(get(&find("slower.csv", "root"), "significant"), "no");
     assert_eq!(get(&find("same.csv", "child"), "significant"), "no");
 
@@ -120,8 +124,9 @@ fn completions_and_man_page_come_from_the_cli_definitions() {
 }
 
 #[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn the_progress_line_shows_on_a_terminal_only() {
-    let Some(_serial) = needs_root() else { return };
+    let _serial = needs_root();
     let base = runs_dir();
     // `script` gives the run a pseudo-terminal.
     let command = format!("{} --base {BASE} --duration 1 --interval 0.25", binary().display());
@@ -133,7 +138,42 @@ fn the_progress_line_shows_on_a_terminal_only() {
         .expect("script(1), from util-linux");
     let screen = text(&tty.stdout);
     assert!(tty.status.success(), "{screen}");
-    assert!(screen.contains("\r\x1b[Kfaultscale: base rep 1/1, ") && screen.contains("s left"), "{screen:?}");
+    assert!(screen.contains("\r\x1b[Kfaultscale: base slice 1/1, ") && screen.contains("s left"), "{screen:?}");
     let (_, piped) = run_clean(&base, &["--base", BASE, "--duration", "0.5", "--interval", "0.25"]);
     assert!(!text(&piped.stderr).contains("s left"), "{}", text(&piped.stderr));
+}
+
+#[test]
+fn compare_refuses_rows_measured_with_other_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = "run_id,workload,mode,tasks,placement,depth,cpu,faults_per_sec,overhead_vs_baseline,chunk_bytes,thp_mode,tmpdir_fs,kernel_count_source,knobs,run_complete\n";
+    let file = |name: &str, chunk: u64, complete: bool| {
+        let path = dir.path().join(name);
+        let mut text = String::from(header);
+        for slice in 0..3 {
+            let wobble = slice as f64;
+            text += &format!("r,anon,process,2,base,0,,{},,{chunk},never,,minflt,,{complete}\n", 1000.0 + wobble);
+            text += &format!(
+                "r,anon,process,2,child,1,,{},{},{chunk},never,,minflt,,{complete}\n",
+                900.0 + wobble,
+                1.11 + wobble / 100.0
+            );
+        }
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let (one_meg, two_meg, cut_short) =
+        (file("a.csv", 1 << 20, true), file("b.csv", 2 << 20, true), file("c.csv", 1 << 20, false));
+    let refused = faultscale(&["compare", one_meg.to_str().unwrap(), two_meg.to_str().unwrap()]);
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("chunk_bytes \"1048576\" vs \"2097152\"") && stderr.contains("--force"), "{stderr}");
+    let forced = faultscale(&["compare", one_meg.to_str().unwrap(), two_meg.to_str().unwrap(), "--force"]);
+    assert!(forced.status.success(), "{}", text(&forced.stderr));
+    assert!(text(&forced.stderr).contains("chunk_bytes"), "the difference is still said");
+    // Comparable runs: the overhead change with its interval; a cut-short run is named.
+    let comparable = faultscale(&["compare", one_meg.to_str().unwrap(), cut_short.to_str().unwrap()]);
+    assert!(comparable.status.success(), "{}", text(&comparable.stderr));
+    assert!(text(&comparable.stdout).contains("+0.0% ("), "{}", text(&comparable.stdout));
+    assert!(text(&comparable.stderr).contains("run_complete=false"), "{}", text(&comparable.stderr));
 }

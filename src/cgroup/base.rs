@@ -49,6 +49,10 @@ impl BaseSpec {
 /// Finds the base directory on disk and checks it is a cgroup of `hierarchy`: inside its mount
 /// after resolving symlinks, no `..`, a directory holding cgroup.procs.
 pub fn resolve_base(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
+    resolve(hierarchy, spec).map_err(crate::usage::usage)
+}
+
+fn resolve(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
     let (label, candidate) = match spec {
         BaseSpec::Root => ("root".to_string(), hierarchy.fs_path(&hierarchy.mount_root)),
         BaseSpec::OwnCgroup => ("self".to_string(), hierarchy.fs_path(&hierarchy.own_path)),

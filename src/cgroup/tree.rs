@@ -142,18 +142,19 @@ impl Tree {
     pub fn build_all(&mut self, placements: &[LeafSpec]) -> Result<Vec<Leaf>> {
         for (i, a) in placements.iter().enumerate() {
             if let Some(b) = placements[i + 1..].iter().find(|b| dir_label(b.label) == dir_label(a.label)) {
-                bail!(
+                return Err(crate::usage::usage(anyhow!(
                     "--cgroup: {} and {} would share the directory name ...-{}; list one of them, or rename the profile",
                     a.origin,
                     b.origin,
                     dir_label(a.label)
-                );
+                )));
             }
         }
         for placement in placements {
             for (index, level) in placement.levels.iter().enumerate() {
-                writes_for(level, self.hierarchy.version)
-                    .map_err(|e| anyhow!("--cgroup {}: level {}: {e}", placement.origin, index + 1))?;
+                writes_for(level, self.hierarchy.version).map_err(|e| {
+                    crate::usage::usage(anyhow!("--cgroup {}: level {}: {e}", placement.origin, index + 1))
+                })?;
             }
         }
         if self.hierarchy.version == Version::V2 {

@@ -24,7 +24,9 @@ pub struct Row<'a> {
     /// The profile the placement came from (name or path); empty for plain placements.
     pub profile: &'a str,
     pub cgroup_path: &'a str,
+    /// 1-based; every repetition measures every placement in `--slices` slices.
     pub repetition: u32,
+    pub slice: u32,
     pub sequence: usize,
     /// Empty on summary rows; the worker's CPU on --per-cpu rows.
     pub cpu: Option<usize>,
@@ -34,6 +36,8 @@ pub struct Row<'a> {
     pub faults: u64,
     pub faults_per_sec: f64,
     pub faults_per_sec_per_task: f64,
+    /// Wall-clock nanoseconds one worker spends per fault (per loop for mmap-file).
+    pub ns_per_fault: Option<f64>,
     pub kernel_faults: u64,
     /// The workers' CPU time in user and kernel mode (rusage), summed over the row's workers.
     pub user_s: f64,
@@ -41,14 +45,25 @@ pub struct Row<'a> {
     pub kernel_count_source: &'a str,
     pub memcg_pgfault: Option<u64>,
     pub start_skew_us: Option<f64>,
-    pub ratio_vs_baseline: Option<f64>,
-    /// false when a stop signal ended the run before every repetition was measured.
+    /// The baseline's rate over this row's in the same slice: this placement's cost per fault
+    /// over the baseline's (the 2009 post's 109%). Empty on the baseline's own rows.
+    pub overhead_vs_baseline: Option<f64>,
+    /// false when a stop signal ended the run before every slice was measured.
     pub run_complete: bool,
     pub thp_enabled: &'a str,
     pub governor: &'a str,
     /// true when the measured time exceeded the time asked for by more than 10% (stopped or
     /// starved): the rate is not comparable with the others.
     pub overran: bool,
+    /// What must agree for two runs to be compared (`compare` checks them).
+    pub chunk_bytes: u64,
+    pub size_bytes: u64,
+    /// --thp as asked (`thp_enabled` is the system setting).
+    pub thp_mode: &'static str,
+    /// The file workloads' filesystem (tmpfs, ext4, ...); empty for the others.
+    pub tmpdir_fs: &'a str,
+    /// The knobs written for this placement, `levelN:file=value`, space-separated.
+    pub knobs: String,
 }
 
 /// Rounds to 6 significant decimals so cells stay readable without losing measured precision.
@@ -69,12 +84,13 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row<'_>> {
                     faults: worker.loop_faults,
                     faults_per_sec: round6(faults_per_sec),
                     faults_per_sec_per_task: round6(faults_per_sec),
+                    ns_per_fault: ns_per(faults_per_sec),
                     kernel_faults: worker.kernel_faults,
                     user_s: round6(worker.user_us as f64 / 1e6),
                     sys_s: round6(worker.sys_us as f64 / 1e6),
                     memcg_pgfault: None,
                     start_skew_us: None,
-                    ratio_vs_baseline: None,
+                    overhead_vs_baseline: None,
                     ..summary_row(report, m, workload, mode)
                 });
             }
@@ -100,7 +116,8 @@ fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'static st
         base_depth: env.base_depth,
         profile: m.placement.profile.as_deref().unwrap_or(""),
         cgroup_path: &m.leaf.cgroup_path,
-        repetition: m.repetition,
+        repetition: report.plan.repetition_of(m.round),
+        slice: report.plan.slice_of(m.round),
         sequence: m.sequence,
         cpu: None,
         duration_s: round6(m.run.elapsed_s()),
@@ -108,18 +125,44 @@ fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'static st
         faults: m.run.loop_faults(),
         faults_per_sec: round6(m.faults_per_sec()),
         faults_per_sec_per_task: round6(m.faults_per_sec() / tasks as f64),
+        ns_per_fault: ns_per(m.faults_per_sec() / tasks as f64),
         kernel_faults: m.run.kernel_faults(),
         user_s: round6(m.run.workers.iter().map(|w| w.user_us).sum::<u64>() as f64 / 1e6),
         sys_s: round6(m.run.workers.iter().map(|w| w.sys_us).sum::<u64>() as f64 / 1e6),
         kernel_count_source: m.run.kernel_source.name(),
         memcg_pgfault: m.run.memcg_pgfault,
         start_skew_us: Some(round6(m.run.start_skew_ns as f64 / 1e3)),
-        ratio_vs_baseline: report.ratio_vs_baseline(m).map(round6),
-        run_complete: report.interrupted.is_none(),
+        overhead_vs_baseline: report.overhead_vs_baseline(m).map(round6),
+        run_complete: report.complete(),
         thp_enabled: &env.thp_enabled,
         governor: &env.governor,
         overran: m.run.overran,
+        chunk_bytes: report.plan.chunk_bytes,
+        size_bytes: report.plan.size_bytes,
+        thp_mode: report.plan.thp.name(),
+        tmpdir_fs: report.files_fs.as_deref().unwrap_or(""),
+        knobs: knobs_of(report, m),
     }
+}
+
+/// Nanoseconds per unit at `per_sec` units a second; none for a rate of zero.
+fn ns_per(per_sec: f64) -> Option<f64> {
+    (per_sec > 0.0).then(|| round6(1e9 / per_sec))
+}
+
+/// The knob files written for the measurement's placement, with the level each is on.
+fn knobs_of(report: &Report, m: &Measurement) -> String {
+    let leaf_levels = m.leaf.cgroup_path.matches('/').count();
+    report
+        .knobs
+        .iter()
+        .filter(|k| k.placement == m.placement.name)
+        .map(|k| {
+            let level = m.placement.depth as usize - (leaf_levels - k.cgroup_path.matches('/').count());
+            format!("level{level}:{}={}", k.file, k.written)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// One row per worker per sample: the loop counter since the measurement started and the
@@ -129,6 +172,7 @@ pub struct SampleRow<'a> {
     pub run_id: &'a str,
     pub placement: &'a str,
     pub repetition: u32,
+    pub slice: u32,
     pub cpu: usize,
     pub elapsed_s: f64,
     pub faults: u64,
@@ -147,7 +191,8 @@ pub fn sample_rows(report: &Report) -> Vec<SampleRow<'_>> {
                 rows.push(SampleRow {
                     run_id: &report.env.run_id,
                     placement: &m.placement.name,
-                    repetition: m.repetition,
+                    repetition: report.plan.repetition_of(m.round),
+                    slice: report.plan.slice_of(m.round),
                     cpu: worker.cpu,
                     elapsed_s: round6(sample.elapsed_ns as f64 / 1e9),
                     faults,
@@ -201,6 +246,7 @@ mod tests {
             "depth",
             "cgroup_path",
             "repetition",
+            "slice",
             "duration_s",
             "faults",
             "faults_per_sec",
@@ -208,7 +254,11 @@ mod tests {
             "kernel_faults",
             "memcg_pgfault",
             "start_skew_us",
-            "ratio_vs_baseline",
+            "overhead_vs_baseline",
+            "ns_per_fault",
+            "chunk_bytes",
+            "thp_mode",
+            "tmpdir_fs",
         ];
         for column in design {
             assert!(headers.iter().any(|h| h == column), "missing {column}");
@@ -220,13 +270,17 @@ mod tests {
         assert_eq!(cell(1, "faults"), "180000");
         assert_eq!(cell(1, "faults_per_sec"), "90000.0");
         assert_eq!(cell(1, "faults_per_sec_per_task"), "45000.0");
-        assert_eq!(cell(1, "ratio_vs_baseline"), "0.9");
+        assert_eq!(cell(1, "overhead_vs_baseline"), "1.111111");
+        assert_eq!(cell(0, "overhead_vs_baseline"), "", "the baseline has no overhead over itself");
+        assert_eq!(cell(1, "ns_per_fault"), "22222.222222", "2 workers at 90,000 faults/s together");
+        assert_eq!(cell(1, "chunk_bytes"), "1048576");
+        assert_eq!(cell(1, "thp_mode"), "never");
         assert_eq!(cell(0, "cpu"), "");
         assert_eq!(cell(1, "start_skew_us"), "1.0");
         assert_eq!(cell(0, "cgroup_version"), "v1");
         assert_eq!(cell(0, "kernel_count_source"), "minflt");
         // Every numeric cell parses as a number: no separators, no units.
-        for name in ["faults", "faults_per_sec", "kernel_faults", "memcg_pgfault", "duration_s", "ratio_vs_baseline"] {
+        for name in ["faults", "faults_per_sec", "kernel_faults", "memcg_pgfault", "duration_s", "ns_per_fault"] {
             for row in 0..records.len() {
                 assert!(cell(row, name).parse::<f64>().is_ok(), "{name} = {}", cell(row, name));
             }

@@ -18,10 +18,13 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
                 "placement": m.placement.name,
                 "depth": m.placement.depth,
                 "cgroup_path": m.leaf.cgroup_path,
-                "repetition": m.repetition,
+                "round": m.round,
+                "repetition": plan.repetition_of(m.round),
+                "slice": plan.slice_of(m.round),
                 "sequence": m.sequence,
                 "faults_per_sec": m.faults_per_sec(),
-                "ratio_vs_baseline": report.ratio_vs_baseline(m),
+                "overhead_vs_baseline": report.overhead_vs_baseline(m),
+                "ns_per_fault": 1e9 * m.run.workers.len() as f64 / m.faults_per_sec(),
                 "run": m.run,
             })
         })
@@ -29,13 +32,15 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     let failures: Vec<_> = report
         .failures
         .iter()
-        .map(|f| json!({ "placement": f.placement.name, "repetition": f.repetition, "reason": f.reason }))
+        .map(|f| json!({ "placement": f.placement.name, "round": f.round, "reason": f.reason }))
         .collect();
     let document = json!({
         "environment": report.env,
         "settings": {
             "placements": plan.placements.iter().map(|p| &p.name).collect::<Vec<_>>(),
             "duration_s": plan.duration.as_secs_f64(),
+            "slices": plan.slices,
+            "slice_s": plan.slice_duration().as_secs_f64(),
             "warmup_s": plan.warmup.as_secs_f64(),
             "interval_s": plan.interval.as_secs_f64(),
             "repeat": plan.repeat,
@@ -46,6 +51,8 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             "chunk_bytes": plan.chunk_bytes,
             "size_bytes": plan.size_bytes,
             "thp": plan.thp,
+            "thp_mode": plan.thp.name(),
+            "tmpdir_fs": report.files_fs,
             "page_size": plan.page_size,
             "kernel_count": plan.kernel_count.name(),
         },
@@ -56,7 +63,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
         "summaries": report.summaries(),
         "failures": failures,
         "warnings": report.warnings,
-        "complete": report.interrupted.is_none(),
+        "complete": report.complete(),
     });
     serde_json::to_writer_pretty(&mut *out, &document)?;
     writeln!(out)?;

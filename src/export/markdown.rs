@@ -4,13 +4,13 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::{mark, pct};
+use super::{mark, overhead_change, pct};
 use crate::compare::Change;
 
 pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
     writeln!(
         out,
-        "| workload | mode | tasks | placement | base /s | new /s | change | CV base | CV new | overhead base | overhead new | overhead change |"
+        "| workload | mode | tasks | placement | base /s | new /s | change | CV base | CV new | overhead base | overhead new | overhead change (95% CI), Holm p |"
     )?;
     writeln!(out, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
     for c in changes {
@@ -26,10 +26,13 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
             format!("{:.1}%", c.new_cv_pct),
             pct(c.base_overhead_pct),
             pct(c.new_overhead_pct),
-            c.overhead_change_points.map(|p| format!("{p:+.1} pts")).unwrap_or("-".into()),
+            overhead_change(c),
         ];
         writeln!(out, "| {} |", cells.join(" | "))?;
     }
-    writeln!(out, "\n`*` significant at 95% (Welch's t); `?` a side has one repetition.")?;
+    writeln!(
+        out,
+        "\n`*` rate change significant at 95% (Welch's t); `?` a side has one slice. Overhead = baseline/placement cost per fault, geometric mean over slices; its change is new/base, tested on the log overheads, p Holm-adjusted across the rows."
+    )?;
     Ok(())
 }

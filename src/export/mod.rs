@@ -46,12 +46,25 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change], format: Format) -> Re
     }
 }
 
-/// `*` where the change is significant, `?` where a side has one repetition.
+/// `*` where the change is significant, `?` where a side has one slice.
 fn mark(change: &Change) -> &'static str {
     match change.significant {
         "yes" => "*",
         "?" => "?",
         _ => "",
+    }
+}
+
+/// The overhead's change with its interval and Holm-adjusted p: `+3.1% (+1.0 to +5.2) p=0.012`.
+fn overhead_change(change: &Change) -> String {
+    match (
+        change.overhead_change_pct,
+        change.overhead_change_low_pct,
+        change.overhead_change_high_pct,
+        change.overhead_p_holm,
+    ) {
+        (Some(value), Some(low), Some(high), Some(p)) => format!("{value:+.1}% ({low:+.1} to {high:+.1}) p={p:.3}"),
+        _ => "-".into(),
     }
 }
 
@@ -79,7 +92,10 @@ mod tests {
             new_cv_pct: 2.0,
             base_overhead_pct: Some(105.0),
             new_overhead_pct: Some(110.0),
-            overhead_change_points: Some(5.0),
+            overhead_change_pct: Some(4.8),
+            overhead_change_low_pct: Some(1.2),
+            overhead_change_high_pct: Some(8.5),
+            overhead_p_holm: Some(0.012),
         };
         for (format, expected) in [
             (Format::Table, "-10.00%*"),

@@ -271,7 +271,7 @@ mod tests {
     use super::*;
 
     fn file(rows: &[(&str, u64, u64, f64)]) -> RunFile {
-        let mut text = String::from("workload,mode,tasks,placement,depth,cpu,faults_per_sec,ratio_vs_baseline\n");
+        let mut text = String::from("workload,mode,tasks,placement,depth,cpu,faults_per_sec,overhead_vs_baseline\n");
         for (placement, depth, tasks, rate) in rows {
             for wobble in [0.99, 1.0, 1.01] {
                 text += &format!("anon,process,{tasks},{placement},{depth},,{},\n", rate * wobble);

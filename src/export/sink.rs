@@ -206,6 +206,16 @@ impl Sink {
         Ok(())
     }
 
+    /// Writes what there is so far, for an output replaced whole (a regular file): between
+    /// slices, so a run killed later keeps what it measured. A stream (FIFO, device, stdout)
+    /// cannot be rewritten and gets its content once, at the end.
+    pub fn checkpoint(&mut self, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+        let Target::Replace(last) = &self.target else { return Ok(()) };
+        let mut pending = Pending::create(&last.destination).with_context(|| format!("writing {}", self.option))?;
+        write(&mut pending.file).with_context(|| format!("writing {}", self.option))?;
+        pending.commit().with_context(|| format!("writing {}", self.option))
+    }
+
     pub fn write_with(self, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
         let option = self.option;
         match self.target {

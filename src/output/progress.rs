@@ -1,4 +1,4 @@
-//! The progress line on stderr during a run: placement, repetition, task count, seconds left,
+//! The progress line on stderr during a run: placement, round, task count, seconds left,
 //! the current rate. It is redrawn at the harness's own sample points (no thread of its own:
 //! workers are forked from a single-threaded harness, and the measured CPUs see nothing more
 //! than the sample read they already pay for), and only when stderr is a terminal.

@@ -102,7 +102,9 @@ pub fn parse_placements(list: &str) -> Result<Vec<Placement>> {
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub placements: Vec<Placement>,
+    /// Measured time per placement and round, in `slices` interleaved slices.
     pub duration: Duration,
+    pub slices: u32,
     pub repeat: u32,
     pub warmup: Duration,
     pub interval: Duration,
@@ -122,6 +124,26 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// How long each slice is measured.
+    pub fn slice_duration(&self) -> Duration {
+        self.duration / self.slices
+    }
+
+    /// Slice rounds in the run: every placement measured once per round.
+    pub fn rounds(&self) -> u32 {
+        self.repeat * self.slices
+    }
+
+    /// The repetition (1-based) a round belongs to.
+    pub fn repetition_of(&self, round: u32) -> u32 {
+        (round - 1) / self.slices + 1
+    }
+
+    /// The slice within its repetition (1-based) a round is.
+    pub fn slice_of(&self, round: u32) -> u32 {
+        (round - 1) % self.slices + 1
+    }
+
     /// The workload's settings; `files_dir` is the run's temporary directory, if it has one.
     pub fn workload_settings(&self, files_dir: Option<PathBuf>) -> WorkloadSettings {
         WorkloadSettings {
@@ -140,11 +162,11 @@ pub fn cpus_for_tasks(cpus: &[usize], tasks: usize) -> Vec<usize> {
     (0..tasks).map(|i| cpus[i % cpus.len()]).collect()
 }
 
-/// The order placements run in during repetition `repetition` (1-based): forward, then
+/// The order placements run in during round `round` (1-based): forward, then
 /// backward (ABBA), so drift over the run weighs on every placement alike.
-pub fn order(placements: usize, repetition: u32) -> Vec<usize> {
+pub fn order(placements: usize, round: u32) -> Vec<usize> {
     let forward: Vec<usize> = (0..placements).collect();
-    if repetition % 2 == 1 { forward } else { forward.into_iter().rev().collect() }
+    if round % 2 == 1 { forward } else { forward.into_iter().rev().collect() }
 }
 
 #[cfg(test)]

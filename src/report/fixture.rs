@@ -12,6 +12,7 @@ pub fn test_plan() -> Plan {
     Plan {
         placements: vec![Placement::root(), Placement::plain("child".into(), 1)],
         duration: Duration::from_secs(2),
+        slices: 1,
         repeat: 1,
         warmup: Duration::ZERO,
         interval: Duration::from_secs(1),
@@ -31,7 +32,7 @@ pub fn test_plan() -> Plan {
 }
 
 /// A report as a two-CPU run of root and child over `rates.len()` repetitions would give,
-/// with the given per-repetition (root, child) rates over 2-second measurements.
+/// with the given per-round (root, child) rates over 2-second measurements.
 pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
     let env = Environment::for_tests();
     let mut measurements = Vec::new();
@@ -69,7 +70,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
                 placement,
                 tasks: 2,
                 leaf: Leaf { fs_path: path.into(), cgroup_path: path.into() },
-                repetition: index as u32 + 1,
+                round: index as u32 + 1,
                 sequence,
                 run,
             });
@@ -80,11 +81,13 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
         env,
         knobs: Vec::new(),
         files: None,
+        files_fs: None,
         unit: crate::workload::Unit::Faults,
         measurements,
         failures: Vec::new(),
         warnings: Vec::new(),
         removal_error: None,
         interrupted: None,
+        finished: true,
     }
 }

@@ -22,7 +22,7 @@ pub struct Measurement {
     pub leaf: Leaf,
     /// Workers in this measurement (the --tasks sweep's count).
     pub tasks: usize,
-    pub repetition: u32,
+    pub round: u32,
     /// Position of this measurement in the run (0-based), so the interleaving can be checked.
     pub sequence: usize,
     pub run: PlacementRun,
@@ -38,7 +38,7 @@ impl Measurement {
 pub struct Failure {
     pub placement: Placement,
     pub tasks: usize,
-    pub repetition: u32,
+    pub round: u32,
     pub reason: String,
 }
 
@@ -50,6 +50,8 @@ pub struct Report {
     pub knobs: Vec<AppliedKnob>,
     /// Where the file workloads' files were, and on which filesystem.
     pub files: Option<String>,
+    /// That filesystem alone (tmpfs, ext4, ...), for the CSV.
+    pub files_fs: Option<String>,
     /// What the rates count: faults, or loops for mmap-file.
     pub unit: Unit,
     pub measurements: Vec<Measurement>,
@@ -60,22 +62,40 @@ pub struct Report {
     pub removal_error: Option<String>,
     /// The stop signal that ended the run early, if one did.
     pub interrupted: Option<i32>,
+    /// False while the run is still going (a checkpoint written between slices).
+    pub finished: bool,
 }
 
 impl Report {
+    /// Whether every slice asked for was measured: finished, and not stopped by a signal.
+    pub fn complete(&self) -> bool {
+        self.finished && self.interrupted.is_none()
+    }
+
     /// The baseline's name: `root` in the hierarchy's true root, `base` anywhere else.
     pub fn baseline_name(&self) -> &str {
         self.plan.placements.iter().find(|p| p.is_root()).map(|p| p.name.as_str()).unwrap_or("baseline")
     }
 
-    /// This placement's rate divided by the baseline's rate in the same repetition and task count.
-    pub fn ratio_vs_baseline(&self, measurement: &Measurement) -> Option<f64> {
+    /// This slice's overhead: the baseline's rate over this placement's in the same round and
+    /// task count, i.e. the placement's cost per fault over the baseline's. None for the
+    /// baseline itself, an overran slice, or a rate of zero.
+    pub fn overhead_vs_baseline(&self, measurement: &Measurement) -> Option<f64> {
+        if measurement.placement.is_root() {
+            return None;
+        }
+        self.rate_ratio(measurement).and_then(stats::overhead)
+    }
+
+    /// This placement's rate divided by the baseline's rate in the same round and task count.
+    fn rate_ratio(&self, measurement: &Measurement) -> Option<f64> {
         if measurement.run.overran {
             return None;
         }
-        let root = self.measurements.iter().find(|m| {
-            m.placement.is_root() && m.repetition == measurement.repetition && m.tasks == measurement.tasks
-        })?;
+        let root = self
+            .measurements
+            .iter()
+            .find(|m| m.placement.is_root() && m.round == measurement.round && m.tasks == measurement.tasks)?;
         if root.run.overran {
             return None;
         }
@@ -107,10 +127,8 @@ impl Report {
             for placement in &self.plan.placements {
                 let rates: Vec<f64> = self.of(placement, tasks).map(Measurement::faults_per_sec).collect();
                 let Some(rate) = stats::summarize(&rates) else { continue };
-                let overheads: Vec<f64> = self
-                    .of(placement, tasks)
-                    .filter_map(|m| self.ratio_vs_baseline(m).and_then(stats::overhead))
-                    .collect();
+                let overheads: Vec<f64> =
+                    self.of(placement, tasks).filter_map(|m| self.overhead_vs_baseline(m)).collect();
                 let mean_seconds = |get: fn(&WorkerResult) -> u64| {
                     let runs: Vec<f64> = self
                         .of(placement, tasks)
@@ -123,7 +141,8 @@ impl Report {
                     tasks,
                     cgroup_path: &self.of(placement, tasks).next().expect("summarized").leaf.cgroup_path,
                     faults_per_sec: rate,
-                    overhead_vs_baseline: if placement.is_root() { None } else { stats::ratio_interval(&overheads) },
+                    overhead_vs_baseline: stats::geometric_interval(&overheads),
+                    ns_per_fault: 1e9 * tasks as f64 / rate.mean,
                     user_s: mean_seconds(|w| w.user_us),
                     sys_s: mean_seconds(|w| w.sys_us),
                     vs_linear: None,
@@ -158,8 +177,10 @@ pub struct PlacementSummary<'a> {
     pub tasks: usize,
     pub cgroup_path: &'a str,
     pub faults_per_sec: stats::Summary,
-    /// Root rate / this rate, per repetition, with its 95% interval.
+    /// Baseline rate / this rate per slice: the geometric mean with its 95% interval.
     pub overhead_vs_baseline: Option<stats::RatioInterval>,
+    /// Wall-clock nanoseconds one worker spends per fault, from the mean rate.
+    pub ns_per_fault: f64,
     /// Workers' user and system CPU seconds, summed over workers, mean over repetitions.
     pub user_s: f64,
     pub sys_s: f64,
@@ -184,10 +205,12 @@ mod tests {
         assert_eq!(summaries[0].faults_per_sec.mean, 105_000.0);
         assert!(summaries[0].overhead_vs_baseline.is_none());
         let overhead = summaries[1].overhead_vs_baseline.unwrap();
-        let expected = (100.0 / 90.0 + 110.0 / 100.0 + 105.0 / 95.0) / 3.0;
+        let expected = ((100.0f64 / 90.0).ln() + (110.0f64 / 100.0).ln() + (105.0f64 / 95.0).ln()) / 3.0;
+        let expected = expected.exp();
         assert!((overhead.mean - expected).abs() < 1e-9, "{} vs {expected}", overhead.mean);
         assert!(overhead.excludes(1.0));
         let child_first = report.of(&placements[1], 2).next().unwrap();
-        assert!((report.ratio_vs_baseline(child_first).unwrap() - 0.9).abs() < 1e-12);
+        assert!((report.overhead_vs_baseline(child_first).unwrap() - 1.0 / 0.9).abs() < 1e-12);
+        assert_eq!(report.overhead_vs_baseline(report.of(&placements[0], 2).next().unwrap()), None);
     }
 }

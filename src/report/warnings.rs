@@ -20,15 +20,15 @@ pub enum Warning {
     Measurement(Notice),
     /// The loop's fault count and the kernel's disagree by more than 1% (plus one iteration in
     /// flight per worker).
-    CountsDisagree { placement: String, repetition: u32, loop_faults: u64, kernel_faults: u64 },
+    CountsDisagree { placement: String, round: u32, loop_faults: u64, kernel_faults: u64 },
     /// The rate varies over the repetitions by more than 5% (CV).
-    Noisy { placement: String, unit: &'static str, cv_pct: f64, repetitions: usize },
+    Noisy { placement: String, unit: &'static str, cv_pct: f64, slices: usize },
     /// Workers started further apart than 10% of the sampling interval.
-    StartSkew { placement: String, repetition: u32, skew_us: f64 },
+    StartSkew { placement: String, round: u32, skew_us: f64 },
     /// A slice ran more than 10% longer than asked: stopped (Ctrl-Z) or starved.
-    Overran { placement: String, repetition: u32, measured_s: f64, asked_s: f64 },
+    Overran { placement: String, round: u32, measured_s: f64, asked_s: f64 },
     /// A worker got less than 95% of its CPU (or its share of one).
-    CpuTaken { placement: String, repetition: u32, cpu: usize, share: f64, sharing: f64 },
+    CpuTaken { placement: String, round: u32, cpu: usize, share: f64, sharing: f64 },
 }
 
 impl fmt::Display for Warning {
@@ -55,26 +55,26 @@ impl fmt::Display for Warning {
                 f,
                 "perf software counters unavailable ({error}); kernel fault counts come from the tasks' minflt (rusage) instead"
             ),
-            Warning::CountsDisagree { placement, repetition, loop_faults, kernel_faults } => write!(
+            Warning::CountsDisagree { placement, round, loop_faults, kernel_faults } => write!(
                 f,
-                "{placement} repetition {repetition}: loop counted {loop_faults} faults, the kernel {kernel_faults} ({:+.2}%): the loop is not the only source of faults, or faults are missed",
+                "{placement} slice {round}: loop counted {loop_faults} faults, the kernel {kernel_faults} ({:+.2}%): the loop is not the only source of faults, or faults are missed",
                 100.0 * (*loop_faults as f64 - *kernel_faults as f64) / *kernel_faults as f64
             ),
-            Warning::Noisy { placement, unit, cv_pct, repetitions } => write!(
+            Warning::Noisy { placement, unit, cv_pct, slices } => write!(
                 f,
-                "{placement}: {unit}/s varies {cv_pct:.1}% (CV) over {repetitions} repetitions, above 5%: the machine is noisy; ratios below that size are not resolved"
+                "{placement}: {unit}/s varies {cv_pct:.1}% (CV) over {slices} slices, above 5%: the machine is noisy; ratios below that size are not resolved"
             ),
-            Warning::StartSkew { placement, repetition, skew_us } => write!(
+            Warning::StartSkew { placement, round, skew_us } => write!(
                 f,
-                "{placement} repetition {repetition}: workers started {skew_us:.0} us apart, over 10% of the sampling interval"
+                "{placement} slice {round}: workers started {skew_us:.0} us apart, over 10% of the sampling interval"
             ),
-            Warning::Overran { placement, repetition, measured_s, asked_s } => write!(
+            Warning::Overran { placement, round, measured_s, asked_s } => write!(
                 f,
-                "{placement} repetition {repetition}: measured {measured_s:.2} s for {asked_s} s asked (stopped, or starved by overload or more tasks than the CPUs serve); its figures are flagged overran"
+                "{placement} slice {round}: measured {measured_s:.2} s for {asked_s} s asked (stopped, or starved by overload or more tasks than the CPUs serve); its figures are flagged overran"
             ),
-            Warning::CpuTaken { placement, repetition, cpu, share, sharing } => write!(
+            Warning::CpuTaken { placement, round, cpu, share, sharing } => write!(
                 f,
-                "{placement} repetition {repetition}: the worker on CPU {cpu} ran only {:.0}% of the time{}: other load shares that CPU",
+                "{placement} slice {round}: the worker on CPU {cpu} ran only {:.0}% of the time{}: other load shares that CPU",
                 100.0 * share,
                 if *sharing > 1.0 { format!(" (of its 1/{sharing} share)") } else { String::new() }
             ),
@@ -95,15 +95,15 @@ mod tests {
 
     #[test]
     fn warnings_read_as_sentences_with_their_figures() {
-        let noisy = Warning::Noisy { placement: "child".into(), unit: "faults", cv_pct: 7.34, repetitions: 3 };
-        assert!(noisy.to_string().starts_with("child: faults/s varies 7.3% (CV) over 3 repetitions"));
-        let shared = Warning::CpuTaken { placement: "root".into(), repetition: 2, cpu: 1, share: 0.4, sharing: 2.0 };
+        let noisy = Warning::Noisy { placement: "child".into(), unit: "faults", cv_pct: 7.34, slices: 3 };
+        assert!(noisy.to_string().starts_with("child: faults/s varies 7.3% (CV) over 3 slices"));
+        let shared = Warning::CpuTaken { placement: "root".into(), round: 2, cpu: 1, share: 0.4, sharing: 2.0 };
         assert_eq!(
             shared.to_string(),
-            "root repetition 2: the worker on CPU 1 ran only 40% of the time (of its 1/2 share): other load shares that CPU"
+            "root slice 2: the worker on CPU 1 ran only 40% of the time (of its 1/2 share): other load shares that CPU"
         );
         let counts =
-            Warning::CountsDisagree { placement: "child".into(), repetition: 1, loop_faults: 990, kernel_faults: 1000 };
+            Warning::CountsDisagree { placement: "child".into(), round: 1, loop_faults: 990, kernel_faults: 1000 };
         assert!(counts.to_string().contains("(-1.00%)"), "{counts}");
     }
 }

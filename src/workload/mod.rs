@@ -74,6 +74,16 @@ pub enum ThpMode {
     Always,
 }
 
+impl ThpMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            ThpMode::Keep => "keep",
+            ThpMode::Never => "never",
+            ThpMode::Always => "always",
+        }
+    }
+}
+
 /// What a workload may be configured with.
 #[derive(Debug, Clone)]
 pub struct WorkloadSettings {
@@ -99,6 +109,14 @@ pub enum Unit {
 }
 
 impl Unit {
+    /// One of them: `fault`, `loop`.
+    pub fn singular(self) -> &'static str {
+        match self {
+            Unit::Faults => "fault",
+            Unit::Loops => "loop",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Unit::Faults => "faults",
