@@ -169,7 +169,7 @@ fn pure_v1_at_the_true_root() {
         &["child", "nested-2", "nested-4", "nested-8", "limited", "protected"],
         &["memory.limit_in_bytes", "memory.soft_limit_in_bytes"],
     );
-    assert_eq!(rc(dir, "profile-high-v1"), 1);
+    assert_eq!(rc(dir, "profile-high-v1"), 2, "a usage error");
     assert!(read(dir, "profile-high-v1.err").contains("memory.high has no cgroup v1 equivalent"));
 }
 

@@ -14,7 +14,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::results::{RunFile, is_baseline};
-use crate::stats::summarize;
+use crate::stats::{geometric_interval, summarize};
 use crate::text::thousands;
 
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
@@ -215,17 +215,20 @@ where
 {
     // One task count: the smallest, so a sweep file still gives a readable bar chart.
     let tasks = file.rates.keys().map(|k| k.tasks).min().ok_or("no rows to plot")?;
-    let bars: Vec<(String, f64, f64)> = file
+    // Each bar is labelled with the one overhead figure: the geometric mean of the per-slice
+    // baseline/placement ratios, as the table and the CSV give it.
+    let bars: Vec<(String, f64, f64, Option<f64>)> = file
         .rates
         .iter()
         .filter(|(k, _)| k.tasks == tasks)
         .filter_map(|(k, rates)| {
             let s = summarize(rates)?;
-            Some((k.placement.1.clone(), s.mean / tasks as f64, s.stddev / tasks as f64))
+            let overhead = file.overheads.get(k).and_then(|o| geometric_interval(o)).map(|i| i.mean);
+            Some((k.placement.1.clone(), s.mean / tasks as f64, s.stddev / tasks as f64, overhead))
         })
         .collect();
-    let y_max = bars.iter().map(|(_, m, s)| m + s).fold(0.0, f64::max) * 1.15;
-    let names: Vec<String> = bars.iter().map(|(n, _, _)| n.clone()).collect();
+    let y_max = bars.iter().map(|(_, m, s, _)| m + s).fold(0.0, f64::max) * 1.15;
+    let names: Vec<String> = bars.iter().map(|(n, _, _, _)| n.clone()).collect();
     let mut ctx = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 22))
         .margin(20)
@@ -248,14 +251,13 @@ where
         .y_label_formatter(&|y| thousands(*y))
         .label_style(("sans-serif", 14))
         .draw()?;
-    let root = bars.iter().find(|(n, _, _)| is_baseline(n)).map(|(_, m, _)| *m);
-    for (index, (name, mean, stddev)) in bars.iter().enumerate() {
+    for (index, (name, mean, stddev, overhead)) in bars.iter().enumerate() {
         let x = index as f64;
         let color = if is_baseline(name) { Palette99::pick(1) } else { Palette99::pick(0) };
         ctx.draw_series(std::iter::once(Rectangle::new([(x - 0.3, 0.0), (x + 0.3, *mean)], color.filled())))?;
         ctx.draw_series(std::iter::once(ErrorBar::new_vertical(x, mean - stddev, *mean, mean + stddev, BLACK, 12)))?;
-        if let Some(root) = root {
-            let label = format!("{:.1}%", 100.0 * mean / root);
+        if let Some(overhead) = overhead {
+            let label = format!("overhead {:.1}%", 100.0 * overhead);
             ctx.draw_series(std::iter::once(Text::new(
                 label,
                 (x - 0.15, mean + stddev + y_max * 0.02),
