@@ -80,6 +80,7 @@ pub fn run(
         warmup: plan.warmup,
         interval: plan.interval,
         kernel_count: plan.kernel_count,
+        profile: plan.profile,
     };
     let shape = workload::shape(&spec.settings);
     let mut report = Report {

@@ -183,6 +183,18 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub samples_csv: Option<String>,
 
+    /// Sample every worker on CPU (cycles, else cpu-clock; 1999 Hz; kernel and user call
+    /// chains) while slices are measured, and attribute the time: the memcg family's share
+    /// and its ns per fault, with a 95% interval over the slices, and the functions that differ
+    /// most from the baseline
+    #[arg(long)]
+    pub profile: bool,
+
+    /// With --profile: write each placement's folded stacks, an SVG flame graph each, and a
+    /// differential flame graph baseline -> placement into DIR (created if missing)
+    #[arg(long, value_name = "DIR")]
+    pub profile_dir: Option<String>,
+
     /// Add one CSV row per worker, with its CPU
     #[arg(long)]
     pub per_cpu: bool,

@@ -40,6 +40,15 @@ pub fn measure(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode>
     Sink::check_distinct(&[&csv_sink, &json_sink, &samples_sink].into_iter().flatten().collect::<Vec<_>>())
         .map_err(usage::usage)?;
 
+    if plan.profile {
+        // Before anything is created: a machine without perf events (or without the right to
+        // sample) says so in one line.
+        crate::measure::sampling::available().map_err(|e| {
+            anyhow::anyhow!(
+                "--profile: this machine does not let faultscale sample CPUs ({e}); run as root with perf events (perf_event_paranoid, CAP_PERFMON), or drop --profile"
+            )
+        })?;
+    }
     let unit = workload::shape(&plan.workload_settings(None)).unit.name();
     let mut progress = TerminalProgress::new(options.quiet, unit);
     run::signals::install_for_run();
@@ -94,6 +103,17 @@ pub fn measure(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode>
     write(csv_sink, &|out| export::csv::write(out, &export::csv::rows(&report, options.per_cpu)));
     write(json_sink, &|out| export::json::write(out, &report));
     write(samples_sink, &|out| export::csv::write(out, &export::csv::sample_rows(&report)));
+    if let Some(dir) = &plan.profile_dir
+        && !report.measurements.is_empty()
+    {
+        match export::flamegraph::write(dir, &report) {
+            Ok(written) => say!("faultscale: wrote {} profile files in {}", written.len(), dir.display()),
+            Err(e) => {
+                say!("faultscale: error: {e:#}");
+                write_failed = true;
+            }
+        }
+    }
     if let Some(e) = &report.removal_error {
         say!("faultscale: error: the measurements are written, but {e}");
     }

@@ -31,6 +31,14 @@ pub struct Change {
     pub overhead_change_high_pct: Option<f64>,
     /// Its p-value, Holm-adjusted across the rows compared with the same new file.
     pub overhead_p_holm: Option<f64>,
+    /// --profile: the memcg family's CPU ns per fault, each side's mean, and its change
+    /// (new - base) with a 95% interval and a Holm-adjusted p, tested like the overhead.
+    pub base_memcg_ns: Option<f64>,
+    pub new_memcg_ns: Option<f64>,
+    pub memcg_ns_change: Option<f64>,
+    pub memcg_ns_change_low: Option<f64>,
+    pub memcg_ns_change_high: Option<f64>,
+    pub memcg_p_holm: Option<f64>,
 }
 
 /// Rows of the two files whose settings differ, one line each: comparing them would mix a
@@ -61,6 +69,9 @@ pub fn compare(base: &RunFile, new: &RunFile) -> Vec<Change> {
         let (base_overhead, new_overhead) = (overhead(&base_overheads), overhead(&new_overheads));
         let change = stats::ratio_change(&base_overheads, &new_overheads);
         let percent = |ratio: f64| 100.0 * (ratio - 1.0);
+        let memcg_values = |file: &RunFile| file.memcg_ns.get(key).cloned().unwrap_or_default();
+        let memcg_mean = |file: &RunFile| summarize(&memcg_values(file)).map(|s| s.mean);
+        let memcg = stats::difference(&memcg_values(base), &memcg_values(new));
         changes.push(Change {
             workload: key.workload.clone(),
             mode: key.mode.clone(),
@@ -83,15 +94,27 @@ pub fn compare(base: &RunFile, new: &RunFile) -> Vec<Change> {
             overhead_change_low_pct: change.map(|c| percent(c.low)),
             overhead_change_high_pct: change.map(|c| percent(c.high)),
             overhead_p_holm: change.map(|c| c.p),
+            base_memcg_ns: memcg_mean(base),
+            new_memcg_ns: memcg_mean(new),
+            memcg_ns_change: memcg.map(|c| c.change),
+            memcg_ns_change_low: memcg.map(|c| c.low),
+            memcg_ns_change_high: memcg.map(|c| c.high),
+            memcg_p_holm: memcg.map(|c| c.p),
         });
     }
     // Many rows tested at once: Holm keeps the chance of any false "significant" at 5%.
-    let tested: Vec<usize> = (0..changes.len()).filter(|&i| changes[i].overhead_p_holm.is_some()).collect();
-    let raw: Vec<f64> = tested.iter().map(|&i| changes[i].overhead_p_holm.expect("tested")).collect();
-    for (&i, adjusted) in tested.iter().zip(stats::holm(&raw)) {
-        changes[i].overhead_p_holm = Some(adjusted);
-    }
+    adjust(&mut changes, |c| &mut c.overhead_p_holm);
+    adjust(&mut changes, |c| &mut c.memcg_p_holm);
     changes
+}
+
+/// Replaces one family of p-values by their Holm adjustment across the rows that have one.
+fn adjust(changes: &mut [Change], p_of: fn(&mut Change) -> &mut Option<f64>) {
+    let raw: Vec<(usize, f64)> = changes.iter_mut().enumerate().filter_map(|(i, c)| p_of(c).map(|p| (i, p))).collect();
+    let adjusted = stats::holm(&raw.iter().map(|(_, p)| *p).collect::<Vec<_>>());
+    for ((i, _), p) in raw.into_iter().zip(adjusted) {
+        *p_of(&mut changes[i]) = Some(p);
+    }
 }
 
 /// What differs between the files' machines and setups, one warning each.
@@ -193,5 +216,25 @@ mod tests {
         let single = csv_file("c.csv", "6.1", &[("root", 1, 120.0, 1.0)]);
         assert_eq!(compare(&base, &single)[0].significant, "?");
         assert!(differences(&base, &new).is_empty());
+    }
+
+    #[test]
+    fn memcg_cost_changes_are_tested_like_the_overhead() {
+        let file = |name: &str, memcg: [f64; 3]| {
+            let mut text = String::from(
+                "workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline,memcg_ns_per_fault\n",
+            );
+            for (slice, ns) in memcg.iter().enumerate() {
+                text += &format!("anon,process,2,base,,{},,{ns}\n", 1000 + slice);
+            }
+            RunFile::from_csv(name.into(), &text).unwrap()
+        };
+        let (base, worse) = (file("a.csv", [100.0, 102.0, 98.0]), file("b.csv", [130.0, 131.0, 129.0]));
+        let change = &compare(&base, &worse)[0];
+        assert_eq!((change.base_memcg_ns, change.new_memcg_ns), (Some(100.0), Some(130.0)));
+        assert!((change.memcg_ns_change.unwrap() - 30.0).abs() < 1e-9);
+        assert!(change.memcg_ns_change_low.unwrap() > 0.0 && change.memcg_p_holm.unwrap() < 0.05);
+        let same = &compare(&base, &file("c.csv", [101.0, 99.0, 100.0]))[0];
+        assert!(same.memcg_ns_change_low.unwrap() < 0.0 && same.memcg_ns_change_high.unwrap() > 0.0);
     }
 }

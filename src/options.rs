@@ -160,6 +160,13 @@ impl RunOptions {
             bail!("--tmpdir {}: not a directory; give an existing directory (e.g. /dev/shm or /tmp)", args.tmpdir);
         }
 
+        let profile_dir = args.profile_dir.as_deref().map(PathBuf::from);
+        if let Some(dir) = &profile_dir
+            && dir.exists()
+            && !dir.is_dir()
+        {
+            bail!("--profile-dir {}: exists and is not a directory; give a directory", dir.display());
+        }
         let to_stdout = [&args.csv, &args.json, &args.samples_csv].iter().filter(|o| o.as_deref() == Some("-")).count();
         if to_stdout > 1 {
             bail!(
@@ -186,6 +193,8 @@ impl RunOptions {
             base: BaseSpec::parse(&args.base)?,
             version: args.cgroup_version,
             page_size,
+            profile: args.profile || args.profile_dir.is_some(),
+            profile_dir,
         };
         Ok(RunOptions {
             plan,

@@ -29,6 +29,8 @@ pub struct RunFile {
     pub rates: BTreeMap<Key, Vec<f64>>,
     /// Baseline rate / placement rate, per slice.
     pub overheads: BTreeMap<Key, Vec<f64>>,
+    /// --profile: the memcg family's CPU ns per fault, per slice.
+    pub memcg_ns: BTreeMap<Key, Vec<f64>>,
     /// Per row key, the settings that must agree for two files' rows to be compared.
     pub settings: BTreeMap<Key, BTreeMap<&'static str, String>>,
     /// Some rows come from a run a signal ended early.
@@ -112,6 +114,7 @@ impl RunFile {
             bail!("{name}: no overhead_vs_baseline column; is this a faultscale --csv file?");
         }
         let complete_column = headers.iter().position(|h| h == "run_complete");
+        let memcg_column = headers.iter().position(|h| h == "memcg_ns_per_fault");
         let setting_columns: Vec<(&'static str, usize)> =
             SETTINGS.iter().filter_map(|s| headers.iter().position(|h| h == *s).map(|i| (*s, i))).collect();
         let mut file = RunFile { name: name.clone(), ..Default::default() };
@@ -139,6 +142,10 @@ impl RunFile {
             }
             if complete_column.is_some_and(|i| &record[i] == "false") {
                 file.incomplete = true;
+            }
+            if let Some(i) = memcg_column.filter(|&i| !record[i].is_empty()) {
+                let value = number(i)?;
+                file.memcg_ns.entry(k.clone()).or_default().push(value);
             }
             let settings = file.settings.entry(k.clone()).or_default();
             for &(setting, i) in &setting_columns {
@@ -192,6 +199,9 @@ impl RunFile {
                 }
             };
             let k = key(workload, mode, tasks, placement);
+            if let Some(value) = m["memcg_ns_per_fault"].as_f64() {
+                file.memcg_ns.entry(k.clone()).or_default().push(value);
+            }
             let row_settings = file.settings.entry(k.clone()).or_default();
             for setting in SETTINGS {
                 let value = match setting {

@@ -201,8 +201,8 @@ pub fn holm(p_values: &[f64]) -> Vec<f64> {
     adjusted
 }
 
-/// How the geometric mean of `b`'s ratios differs from `a`'s: new/base, with its 95% interval
-/// and two-sided p-value (Welch's t on the log ratios).
+/// A change between two samples with its 95% interval and two-sided p-value (Welch's t):
+/// for ratios (`ratio_change`) the change is new/base, for plain values (`difference`) new - base.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct RatioChange {
     pub change: f64,
@@ -211,31 +211,42 @@ pub struct RatioChange {
     pub p: f64,
 }
 
-/// None when either side has fewer than two ratios.
-pub fn ratio_change(a: &[f64], b: &[f64]) -> Option<RatioChange> {
-    let logs =
-        |r: &[f64]| -> Option<Vec<f64>> { r.iter().map(|v| (*v > 0.0 && v.is_finite()).then(|| v.ln())).collect() };
-    let (la, lb) = (logs(a)?, logs(b)?);
-    let (sa, sb) = (summarize(&la)?, summarize(&lb)?);
+/// mean(b) - mean(a), its standard error and the Welch-Satterthwaite degrees of freedom (0
+/// when there is no spread); None when a side has fewer than two values.
+fn welch_parts(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
+    let (sa, sb) = (summarize(a)?, summarize(b)?);
     if sa.n < 2 || sb.n < 2 {
         return None;
     }
     let (va, vb) = (sa.stddev.powi(2) / sa.n as f64, sb.stddev.powi(2) / sb.n as f64);
-    let difference = sb.mean - sa.mean;
     let se = (va + vb).sqrt();
+    let df = if se == 0.0 {
+        0.0
+    } else {
+        (va + vb).powi(2) / (va.powi(2) / (sa.n - 1) as f64 + vb.powi(2) / (sb.n - 1) as f64)
+    };
+    Some((sb.mean - sa.mean, se, df))
+}
+
+/// mean(b) - mean(a) with its 95% interval and p-value; None when a side has fewer than two
+/// values.
+pub fn difference(a: &[f64], b: &[f64]) -> Option<RatioChange> {
+    let (change, se, df) = welch_parts(a, b)?;
     if se == 0.0 {
-        let p = if difference == 0.0 { 1.0 } else { 0.0 };
-        let change = difference.exp();
+        let p = if change == 0.0 { 1.0 } else { 0.0 };
         return Some(RatioChange { change, low: change, high: change, p });
     }
-    let df = (va + vb).powi(2) / (va.powi(2) / (sa.n - 1) as f64 + vb.powi(2) / (sb.n - 1) as f64);
     let half_width = t_quantile_95(df.floor().max(1.0) as usize) * se;
-    Some(RatioChange {
-        change: difference.exp(),
-        low: (difference - half_width).exp(),
-        high: (difference + half_width).exp(),
-        p: t_two_sided_p(difference / se, df),
-    })
+    Some(RatioChange { change, low: change - half_width, high: change + half_width, p: t_two_sided_p(change / se, df) })
+}
+
+/// How the geometric mean of `b`'s ratios differs from `a`'s: new/base, from the difference
+/// of the log ratios. None when either side has fewer than two ratios or a ratio is not positive.
+pub fn ratio_change(a: &[f64], b: &[f64]) -> Option<RatioChange> {
+    let logs =
+        |r: &[f64]| -> Option<Vec<f64>> { r.iter().map(|v| (*v > 0.0 && v.is_finite()).then(|| v.ln())).collect() };
+    let on_logs = difference(&logs(a)?, &logs(b)?)?;
+    Some(RatioChange { change: on_logs.change.exp(), low: on_logs.low.exp(), high: on_logs.high.exp(), p: on_logs.p })
 }
 
 /// Welch's unequal-variance t-test of mean(b) against mean(a).
@@ -250,18 +261,12 @@ pub struct Welch {
 
 /// None when either side has fewer than two values (no variance to test with).
 pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
-    let (sa, sb) = (summarize(a)?, summarize(b)?);
-    if sa.n < 2 || sb.n < 2 {
-        return None;
-    }
-    let (va, vb) = (sa.stddev.powi(2) / sa.n as f64, sb.stddev.powi(2) / sb.n as f64);
-    let se = (va + vb).sqrt();
+    let (change, se, df) = welch_parts(a, b)?;
     if se == 0.0 {
         // Identical constants on both sides: no spread, so any difference is exact.
-        return Some(Welch { t: f64::INFINITY, df: f64::INFINITY, significant: sa.mean != sb.mean });
+        return Some(Welch { t: f64::INFINITY, df: f64::INFINITY, significant: change != 0.0 });
     }
-    let t = (sb.mean - sa.mean) / se;
-    let df = (va + vb).powi(2) / (va.powi(2) / (sa.n - 1) as f64 + vb.powi(2) / (sb.n - 1) as f64);
+    let t = change / se;
     Some(Welch { t, df, significant: t.abs() > t_quantile_95(df.floor().max(1.0) as usize) })
 }
 

@@ -99,6 +99,15 @@ fn common_assertions(dir: &Path, layout_line: &str, profiles: &[&str], knob_file
     assert_eq!(read_csv(&dir.join("target.csv")).len(), 2);
     assert_eq!(read(dir, "quit.rc").trim(), "131");
 
+    // --profile without perf events: one line, nothing created.
+    assert_eq!(rc(dir, "profile-noperf"), 1);
+    let err = read(dir, "profile-noperf.err");
+    assert!(
+        err.lines().count() == 1 && err.contains("--profile: this machine does not let faultscale sample"),
+        "{err}"
+    );
+    assert_eq!(read(dir, "profile_noperf_left.txt"), "");
+
     assert_eq!(read(dir, "leftovers.txt"), "", "faultscale cgroups left in the guest");
 }
 

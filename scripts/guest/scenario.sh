@@ -34,6 +34,9 @@ done
 
 # A facility the guest kernel lacks: perf events. faultscale must say so and fall back.
 run perf --base root --cgroup child --duration 0.5 --chunk 64K --kernel-count perf --csv "$O/perf.csv"
+# --profile cannot fall back: one line, before anything is created.
+run profile-noperf --base root --cgroup child --duration 0.5 --profile
+find $cg -name 'faultscale-*' > "$O/profile_noperf_left.txt"
 
 if [ "$FS_MODE" = v2 ]; then
     # faultscale enabled +memory at the root for its runs and must have disabled it again.

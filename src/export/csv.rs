@@ -55,6 +55,9 @@ pub struct Row<'a> {
     /// true when the measured time exceeded the time asked for by more than 10% (stopped or
     /// starved): the rate is not comparable with the others.
     pub overran: bool,
+    /// --profile: the memcg family's share of this slice's samples, and its CPU ns per fault.
+    pub memcg_share: Option<f64>,
+    pub memcg_ns_per_fault: Option<f64>,
     /// What must agree for two runs to be compared (`compare` checks them).
     pub chunk_bytes: u64,
     pub size_bytes: u64,
@@ -91,6 +94,8 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row<'_>> {
                     memcg_pgfault: None,
                     start_skew_us: None,
                     overhead_vs_baseline: None,
+                    memcg_share: None,
+                    memcg_ns_per_fault: None,
                     ..summary_row(report, m, workload, mode)
                 });
             }
@@ -137,6 +142,8 @@ fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'static st
         thp_enabled: &env.thp_enabled,
         governor: &env.governor,
         overran: m.run.overran,
+        memcg_share: m.run.profile.as_ref().and_then(|p| p.memcg_share()).map(round6),
+        memcg_ns_per_fault: Report::memcg_ns_per_fault(m).map(round6),
         chunk_bytes: report.plan.chunk_bytes,
         size_bytes: report.plan.size_bytes,
         thp_mode: report.plan.thp.name(),

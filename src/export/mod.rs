@@ -1,6 +1,7 @@
 //! Output formats, one a file, and the output destinations (sink.rs).
 
 pub mod csv;
+pub mod flamegraph;
 pub mod json;
 pub mod markdown;
 pub mod plot;
@@ -96,6 +97,12 @@ mod tests {
             overhead_change_low_pct: Some(1.2),
             overhead_change_high_pct: Some(8.5),
             overhead_p_holm: Some(0.012),
+            base_memcg_ns: None,
+            new_memcg_ns: None,
+            memcg_ns_change: None,
+            memcg_ns_change_low: None,
+            memcg_ns_change_high: None,
+            memcg_p_holm: None,
         };
         for (format, expected) in [
             (Format::Table, "-10.00%*"),

@@ -154,11 +154,50 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             100.0 * interval.mean
         )?;
     }
+    memcg_lines(out, report, &summaries)?;
     if sweep {
         scaling(out, &summaries)?;
     }
     for summary in &summaries {
         perf_stat_block(out, report, summary.placement, summary.tasks)?;
+    }
+    Ok(())
+}
+
+/// --profile: per placement, the memcg family's share of CPU time and its ns per fault with the
+/// interval over slices, the change against the baseline, and the functions that moved most.
+fn memcg_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummary]) -> Result<()> {
+    let baseline = summaries.iter().find(|s| s.placement.is_root());
+    for summary in summaries {
+        let Some(memcg) = &summary.memcg else { continue };
+        let interval = match (memcg.low, memcg.high) {
+            (Some(low), Some(high)) => format!(" (95% CI {low:.0}-{high:.0} over slices)"),
+            _ => String::new(),
+        };
+        let versus = match baseline.and_then(|b| b.memcg.as_ref()).filter(|_| !summary.placement.is_root()) {
+            Some(base) => format!(", {:+.0} ns vs {}", memcg.ns_per_fault - base.ns_per_fault, report.baseline_name()),
+            None => String::new(),
+        };
+        writeln!(
+            out,
+            "{}: memcg {:.1}% of CPU time, {:.0} ns/{}{interval}{versus}; {} samples",
+            summary.placement.name,
+            100.0 * memcg.share,
+            memcg.ns_per_fault,
+            report.unit.singular(),
+            thousands(memcg.samples as f64)
+        )?;
+        if !summary.placement.is_root() {
+            let moved: Vec<String> = report
+                .function_differences(summary.placement, summary.tasks)
+                .into_iter()
+                .take(3)
+                .map(|(function, ns)| format!("{function} {ns:+.0} ns"))
+                .collect();
+            if !moved.is_empty() {
+                writeln!(out, "  most changed per {}: {}", report.unit.singular(), moved.join(", "))?;
+            }
+        }
     }
     Ok(())
 }
@@ -267,6 +306,13 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
             pct(c.new_overhead_pct),
             overhead_change(c)
         )?;
+        if let (Some(base), Some(new)) = (c.base_memcg_ns, c.new_memcg_ns) {
+            let change = match (c.memcg_ns_change, c.memcg_ns_change_low, c.memcg_ns_change_high, c.memcg_p_holm) {
+                (Some(v), Some(low), Some(high), Some(p)) => format!("{v:+.1} ns ({low:+.1} to {high:+.1}) p={p:.3}"),
+                _ => "-".into(),
+            };
+            writeln!(out, "{:<width$}   memcg ns/fault {base:.1} -> {new:.1}: {change}", "")?;
+        }
     }
     writeln!(
         out,

@@ -5,3 +5,5 @@ pub mod clock;
 pub mod memcg;
 pub mod perf;
 pub mod procfs;
+pub mod sampling;
+pub mod stacks;

@@ -121,6 +121,10 @@ pub struct Plan {
     pub base: BaseSpec,
     pub version: VersionChoice,
     pub page_size: u64,
+    /// --profile: sample the workers on CPU and attribute the kernel's time, memcg first.
+    pub profile: bool,
+    /// --profile-dir: where folded stacks and flame graphs go.
+    pub profile_dir: Option<PathBuf>,
 }
 
 impl Plan {

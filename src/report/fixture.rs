@@ -28,6 +28,8 @@ pub fn test_plan() -> Plan {
         base: BaseSpec::OwnCgroup,
         version: VersionChoice::Auto,
         page_size: 4096,
+        profile: false,
+        profile_dir: None,
     }
 }
 
@@ -64,6 +66,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
                     iterations: vec![faults / 512, (faults - faults / 2) / 256],
                 }],
                 overran: false,
+                profile: None,
             };
             let sequence = measurements.len();
             measurements.push(Measurement {

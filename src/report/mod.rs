@@ -8,6 +8,7 @@ pub mod warnings;
 
 use crate::cgroup::Leaf;
 use crate::cgroup::tree::AppliedKnob;
+use crate::measure::stacks::{MEMCG_FAMILY_VERSION, ProfileCounts, is_memcg};
 use crate::plan::{Placement, Plan};
 use crate::run::{PlacementRun, WorkerResult};
 use crate::stats;
@@ -109,6 +110,72 @@ impl Report {
         self.measurements.iter().filter(move |m| &m.placement == placement && m.tasks == tasks && !m.run.overran)
     }
 
+    /// CPU nanoseconds one worker spends per fault in a slice: wall time per fault times the
+    /// share of it the worker was on its CPU (samples only count time on the CPU).
+    fn cpu_ns_per_fault(m: &Measurement) -> Option<f64> {
+        let per_task = m.faults_per_sec() / m.run.workers.len() as f64;
+        let on_cpu = m.run.workers.iter().map(|w| w.cpu_share.min(1.0)).sum::<f64>() / m.run.workers.len() as f64;
+        (per_task > 0.0).then(|| 1e9 / per_task * on_cpu)
+    }
+
+    /// A slice's memcg cost in ns per fault: the memcg family's share of the samples times the
+    /// CPU time per fault.
+    pub fn memcg_ns_per_fault(m: &Measurement) -> Option<f64> {
+        Some(m.run.profile.as_ref()?.memcg_share()? * Self::cpu_ns_per_fault(m)?)
+    }
+
+    /// The placement's samples over all its slices.
+    pub fn profile_totals(&self, placement: &Placement, tasks: usize) -> Option<ProfileCounts> {
+        let mut total: Option<ProfileCounts> = None;
+        for m in self.of(placement, tasks) {
+            total.get_or_insert_with(ProfileCounts::default).add(m.run.profile.as_ref()?);
+        }
+        total
+    }
+
+    fn memcg_cost(&self, placement: &Placement, tasks: usize) -> Option<MemcgCost> {
+        let totals = self.profile_totals(placement, tasks)?;
+        let per_slice: Vec<f64> = self.of(placement, tasks).filter_map(Self::memcg_ns_per_fault).collect();
+        let summary = stats::summarize(&per_slice)?;
+        let half_width =
+            (summary.n > 1).then(|| stats::t_quantile_95(summary.n - 1) * summary.stddev / (summary.n as f64).sqrt());
+        Some(MemcgCost {
+            share: totals.memcg_share()?,
+            ns_per_fault: summary.mean,
+            low: half_width.map(|h| summary.mean - h),
+            high: half_width.map(|h| summary.mean + h),
+            samples: totals.samples,
+            lost: totals.lost,
+            family_version: MEMCG_FAMILY_VERSION,
+            functions: totals.self_samples.keys().filter(|f| is_memcg(f)).cloned().collect(),
+        })
+    }
+
+    /// Per function, the ns per fault a placement spends there beyond the baseline (negative:
+    /// less), largest changes first: where its overhead goes.
+    pub fn function_differences(&self, placement: &Placement, tasks: usize) -> Vec<(String, f64)> {
+        let cost = |p: &Placement| -> Option<(ProfileCounts, f64)> {
+            let totals = self.profile_totals(p, tasks)?;
+            let ns: Vec<f64> = self.of(p, tasks).filter_map(Self::cpu_ns_per_fault).collect();
+            let mean = ns.iter().sum::<f64>() / ns.len().max(1) as f64;
+            Some((totals, mean))
+        };
+        let Some(baseline) = self.plan.placements.iter().find(|p| p.is_root()) else { return Vec::new() };
+        let (Some((base, base_ns)), Some((this, this_ns))) = (cost(baseline), cost(placement)) else {
+            return Vec::new();
+        };
+        let ns_in = |counts: &ProfileCounts, ns: f64, function: &str| {
+            counts.self_samples.get(function).copied().unwrap_or(0) as f64 / counts.samples.max(1) as f64 * ns
+        };
+        let mut functions: Vec<&String> = base.self_samples.keys().chain(this.self_samples.keys()).collect();
+        functions.sort();
+        functions.dedup();
+        let mut differences: Vec<(String, f64)> =
+            functions.into_iter().map(|f| (f.clone(), ns_in(&this, this_ns, f) - ns_in(&base, base_ns, f))).collect();
+        differences.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
+        differences
+    }
+
     /// The task counts measured, in sweep order.
     pub fn task_counts(&self) -> Vec<usize> {
         let mut counts: Vec<usize> = Vec::new();
@@ -142,6 +209,7 @@ impl Report {
                     cgroup_path: &self.of(placement, tasks).next().expect("summarized").leaf.cgroup_path,
                     faults_per_sec: rate,
                     overhead_vs_baseline: stats::geometric_interval(&overheads),
+                    memcg: self.memcg_cost(placement, tasks),
                     ns_per_fault: 1e9 * tasks as f64 / rate.mean,
                     user_s: mean_seconds(|w| w.user_us),
                     sys_s: mean_seconds(|w| w.sys_us),
@@ -169,6 +237,24 @@ impl Report {
     }
 }
 
+/// --profile: what the memcg family costs a placement (MEMCG_FAMILY_VERSION's list).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MemcgCost {
+    /// Its share of the workers' samples, pooled over the slices.
+    pub share: f64,
+    /// CPU ns per fault spent there: mean over the slices, with a 95% Student-t interval over
+    /// the slices (runs scatter more than sample counting alone would say).
+    pub ns_per_fault: f64,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    pub samples: u64,
+    pub lost: u64,
+    pub family_version: u32,
+    /// The functions sampled that the family counted, so any other profiler's figure can be
+    /// summed over exactly the same names.
+    pub functions: Vec<String>,
+}
+
 /// One placement over all its repetitions.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PlacementSummary<'a> {
@@ -181,6 +267,8 @@ pub struct PlacementSummary<'a> {
     pub overhead_vs_baseline: Option<stats::RatioInterval>,
     /// Wall-clock nanoseconds one worker spends per fault, from the mean rate.
     pub ns_per_fault: f64,
+    /// --profile: the memcg family's cost.
+    pub memcg: Option<MemcgCost>,
     /// Workers' user and system CPU seconds, summed over workers, mean over repetitions.
     pub user_s: f64,
     pub sys_s: f64,

@@ -22,6 +22,8 @@ use crate::measure::clock::{monotonic_ns, sleep_until};
 use crate::measure::memcg;
 use crate::measure::perf::{PerfReading, WorkerPerf};
 use crate::measure::procfs::{ProcStat, process_stat, task_stat};
+use crate::measure::sampling::WorkerSampler;
+use crate::measure::stacks::ProfileCounts;
 use crate::workload;
 
 /// How long workers may take from fork to ready before the run gives up.
@@ -64,6 +66,15 @@ pub fn measure(
         KernelCountSource::Perf => open_perf(&tids, warn),
         KernelCountSource::Minflt => (Vec::new(), KernelCountSource::Minflt),
     };
+    let mut samplers: Vec<WorkerSampler> = if spec.profile {
+        tids.iter()
+            .map(|&tid| WorkerSampler::open(tid))
+            .collect::<std::io::Result<_>>()
+            .map_err(|e| anyhow!("--profile: sampling the workers: {e}"))?
+    } else {
+        Vec::new()
+    };
+    let mut stacks: Vec<Vec<Vec<u64>>> = vec![Vec::new(); samplers.len()];
     let read_iterations =
         || -> Vec<u64> { (0..count).map(|i| slots.get(i).iterations.load(Ordering::Relaxed)).collect() };
     let task_stats = |workers: &Workers| -> Vec<Option<ProcStat>> {
@@ -79,6 +90,13 @@ pub fn measure(
     let mut minflt_before: Vec<u64> = (0..count).map(|i| slots.get(i).ready_minflt.load(Ordering::Relaxed)).collect();
 
     check_interrupt()?;
+    // Sampling covers the measured span only: from the release, or from the end of warmup.
+    let enable_sampling = |samplers: &mut Vec<WorkerSampler>| -> Result<()> {
+        samplers.iter_mut().try_for_each(|s| s.enable()).map_err(|e| anyhow!("--profile: {e}"))
+    };
+    if warmup_ns == 0 {
+        enable_sampling(&mut samplers)?;
+    }
     let released_ns = monotonic_ns();
     workers.signal_all(signals::START_SIGNAL)?;
     let mut started_ns = released_ns;
@@ -89,6 +107,7 @@ pub fn measure(
         minflt_before = task_stats(&workers).iter().map(|t| t.as_ref().map(|t| t.minflt).unwrap_or(0)).collect();
         perf_before = perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
         memcg_before = memcg::pgfault(&leaf.fs_path);
+        enable_sampling(&mut samplers)?;
     }
 
     let per_iteration = workload::shape(&spec.settings).per_iteration;
@@ -110,6 +129,9 @@ pub fn measure(
             rate: (done - previous) as f64 * per_iteration as f64 / ((now - started_ns - previous_ns) as f64 / 1e9),
         });
         samples.push(Sample { elapsed_ns: now - started_ns, iterations });
+        for (sampler, stacks) in samplers.iter_mut().zip(&mut stacks) {
+            sampler.drain(stacks);
+        }
         next_ns = (next_ns + interval_ns).min(stop_ns);
     }
     wait_until(stop_ns, &mut workers, &slots)?;
@@ -137,6 +159,20 @@ pub fn measure(
     // Threads have no rusage of their own at reaping; read each while it is frozen.
     let stats_after = task_stats(&workers);
     drop(perf);
+    // Named while the workers are stopped: their mappings still say what the user frames are.
+    let profile = (!samplers.is_empty()).then(|| {
+        let mut total = ProfileCounts::default();
+        for (index, (sampler, stacks)) in samplers.iter_mut().zip(&mut stacks).enumerate() {
+            let _ = sampler.disable();
+            sampler.drain(stacks);
+            let mut counts =
+                crate::measure::stacks::count(stacks, workers.process_of(index).as_raw() as u32, sampler.lost);
+            counts.event = sampler.event.name();
+            total.add(&counts);
+        }
+        total
+    });
+    drop(samplers);
 
     workers.kill_all();
     // Process mode: wait4's rusage, which includes what each worker's children did (fork).
@@ -189,6 +225,7 @@ pub fn measure(
         kernel_source: source,
         samples,
         overran: (stopped_ns - started_ns) as f64 > 1.1 * duration_ns as f64,
+        profile,
     })
 }
 

@@ -2,6 +2,7 @@
 
 use super::KernelCountSource;
 use crate::measure::perf::PerfReading;
+use crate::measure::stacks::ProfileCounts;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct WorkerResult {
@@ -39,6 +40,8 @@ pub struct PlacementRun {
     /// The measured time exceeded the time asked for by more than 10%: the harness or the
     /// workers were stopped (Ctrl-Z) or starved (overload, far more tasks than CPUs).
     pub overran: bool,
+    /// --profile: the slice's samples, named and counted.
+    pub profile: Option<ProfileCounts>,
 }
 
 impl PlacementRun {

@@ -33,6 +33,8 @@ pub struct RunSpec {
     pub warmup: Duration,
     pub interval: Duration,
     pub kernel_count: KernelCountSource,
+    /// --profile: sample every worker on CPU with call chains while the slice is measured.
+    pub profile: bool,
 }
 
 /// Where the kernel's per-worker fault count comes from.
