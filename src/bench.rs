@@ -235,6 +235,18 @@ fn counts_disagree(m: &Measurement, per_iteration: u64) -> Option<Warning> {
 /// Warnings about figures that should not be trusted: variation, skew, stolen CPU.
 fn reliability_warnings(report: &Report) -> Vec<Warning> {
     let mut warnings = Vec::new();
+    for summary in report.summaries().iter().filter(|s| s.placement.is_root()) {
+        // Stall time counts only where it is the cgroup's own, not the whole system's.
+        let own_stalls =
+            report.measurements.iter().all(|m| m.run.psi_scope != Some(crate::measure::memcg::PsiScope::System));
+        let pressure = ["pgsteal", "events_max", "events_high"]
+            .iter()
+            .chain(own_stalls.then_some(&"psi_some_us"))
+            .any(|counter| report.memcg_total(summary.placement, summary.tasks, counter).is_some_and(|v| v > 0));
+        if pressure && let Some(what) = report.memcg_note(summary.placement, summary.tasks) {
+            warnings.push(Warning::BaselineUnderPressure { placement: summary.placement.name.clone(), what });
+        }
+    }
     for summary in report.summaries() {
         if summary.faults_per_sec.n > 1 && summary.faults_per_sec.cv_pct > 5.0 {
             warnings.push(Warning::Noisy {

@@ -53,6 +53,10 @@ fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> 
 
 const FACTS: [&str; 5] = ["kernel", "host", "cgroup_version", "thp_enabled", "governor"];
 
+/// Machine facts `compare` warns about when two JSON files differ in them.
+const MACHINE_FACTS: [&str; 8] =
+    ["smt_active", "numa_balancing", "mitigations", "swap", "zswap", "lru_gen", "overcommit_memory", "nmi_watchdog"];
+
 /// Settings that change what a row measures: rows that differ in one are not comparable.
 /// (Workload, mode, tasks and placement are in the row's key already.)
 pub const SETTINGS: [&str; 6] = ["chunk_bytes", "size_bytes", "thp_mode", "tmpdir_fs", "kernel_count_source", "knobs"];
@@ -221,6 +225,11 @@ impl RunFile {
         let env = &document["environment"];
         for fact in FACTS {
             if let Some(value) = env[fact].as_str() {
+                file.facts.insert(fact, value.to_string());
+            }
+        }
+        for fact in MACHINE_FACTS {
+            if let Some(value) = env["machine"][fact].as_str() {
                 file.facts.insert(fact, value.to_string());
             }
         }

@@ -55,6 +55,17 @@ pub struct Row<'a> {
     /// true when the measured time exceeded the time asked for by more than 10% (stopped or
     /// starved): the rate is not comparable with the others.
     pub overran: bool,
+    /// What the memcg did in the slice (deltas; empty where the kernel has no such counter here,
+    /// e.g. pgscan and pgsteal on v1): pages scanned and reclaimed, times memory.high and
+    /// memory.max (v1: the limit, failcnt) were hit, and microseconds stalled on memory.
+    pub pgscan: Option<u64>,
+    pub pgsteal: Option<u64>,
+    pub events_high: Option<u64>,
+    pub events_max: Option<u64>,
+    pub psi_some_us: Option<u64>,
+    pub psi_full_us: Option<u64>,
+    /// `cgroup`, or `system` where only /proc/pressure/memory exists (v1).
+    pub psi_scope: Option<crate::measure::memcg::PsiScope>,
     /// --profile: the memcg family's share of this slice's samples, and its CPU ns per fault.
     pub memcg_share: Option<f64>,
     pub memcg_ns_per_fault: Option<f64>,
@@ -96,6 +107,13 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row<'_>> {
                     overhead_vs_baseline: None,
                     memcg_share: None,
                     memcg_ns_per_fault: None,
+                    pgscan: None,
+                    pgsteal: None,
+                    events_high: None,
+                    events_max: None,
+                    psi_some_us: None,
+                    psi_full_us: None,
+                    psi_scope: None,
                     ..summary_row(report, m, workload, mode)
                 });
             }
@@ -142,6 +160,13 @@ fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'static st
         thp_enabled: &env.thp_enabled,
         governor: &env.governor,
         overran: m.run.overran,
+        pgscan: m.run.memcg.get("pgscan").copied(),
+        pgsteal: m.run.memcg.get("pgsteal").copied(),
+        events_high: m.run.memcg.get("events_high").copied(),
+        events_max: m.run.memcg.get("events_max").copied(),
+        psi_some_us: m.run.memcg.get("psi_some_us").copied(),
+        psi_full_us: m.run.memcg.get("psi_full_us").copied(),
+        psi_scope: m.run.psi_scope,
         memcg_share: m.run.profile.as_ref().and_then(|p| p.memcg_share()).map(round6),
         memcg_ns_per_fault: Report::memcg_ns_per_fault(m).map(round6),
         chunk_bytes: report.plan.chunk_bytes,

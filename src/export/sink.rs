@@ -321,10 +321,14 @@ impl Drop for Pending {
     }
 }
 
-/// The dot-name a finished file has for the instant before it is renamed into place.
+/// The dot-name a finished file has for the instant before it is renamed into place (or, on a
+/// filesystem without O_TMPFILE, while it is written). Numbered, so a checkpoint and the final
+/// file of one output never share one.
 fn temporary_name(destination: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let number = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = destination.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    destination.with_file_name(format!(".{name}.faultscale-{}.tmp", std::process::id()))
+    destination.with_file_name(format!(".{name}.faultscale-{}-{number}.tmp", std::process::id()))
 }
 
 #[cfg(test)]
@@ -348,6 +352,20 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn checkpoints_replace_the_file_until_the_final_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.csv");
+        let mut sink = open(&path).unwrap();
+        sink.checkpoint(|out| Ok(out.write_all(b"slice 1")?)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "slice 1");
+        sink.checkpoint(|out| Ok(out.write_all(b"slices 1-2")?)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "slices 1-2");
+        sink.write_with(|out| Ok(out.write_all(b"all")?)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "all");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left");
     }
 
     #[test]

@@ -120,6 +120,11 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             error,
         )?;
     }
+    for summary in &summaries {
+        if let Some(note) = report.memcg_note(summary.placement, summary.tasks) {
+            writeln!(out, "{}{:<10} memcg: {note}", tasks_column(&""), summary.placement.name)?;
+        }
+    }
     for m in report.measurements.iter().filter(|m| m.run.overran) {
         writeln!(
             out,

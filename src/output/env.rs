@@ -67,6 +67,9 @@ pub fn print(version: VersionChoice, base: &str) -> Result<bool> {
     line("THP enabled", selected_option(&read_line_or("/sys/kernel/mm/transparent_hugepage/enabled", "unavailable")));
     line("THP defrag", selected_option(&read_line_or("/sys/kernel/mm/transparent_hugepage/defrag", "unavailable")));
     line("kernel", read_line_or("/proc/sys/kernel/osrelease", "unknown"));
+    for (name, value) in crate::measure::machine::facts(&cpus::allowed()?) {
+        line(&name.replace('_', " "), value);
+    }
     line("perf_event_paranoid", read_line_or("/proc/sys/kernel/perf_event_paranoid", "no perf events"));
     Ok(usable)
 }

@@ -34,6 +34,9 @@ pub struct Environment {
     pub governor: String,
     /// /proc/sys/kernel/randomize_va_space.
     pub aslr: String,
+    /// Topology, NUMA balancing, mitigations, swap, MGLRU, overcommit, watchdog, governors,
+    /// boost and memcg build options (measure/machine.rs).
+    pub machine: crate::measure::machine::Facts,
     pub command_line: String,
     pub faultscale_version: String,
     /// Prefix of every cgroup this run creates: `faultscale-<pid>-<nonce>`.
@@ -93,6 +96,7 @@ impl Environment {
             allowed_cpus: format_cpu_list(allowed_cpus),
             governor,
             aslr: read_line_or("/proc/sys/kernel/randomize_va_space", "unknown"),
+            machine: crate::measure::machine::facts(cpus),
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
             faultscale_version: env!("CARGO_PKG_VERSION").into(),
             cgroup_run_name: format!("faultscale-{pid}-{nonce:08x}"),
@@ -125,6 +129,7 @@ impl Environment {
             allowed_cpus: text("0-1"),
             governor: text("none"),
             aslr: text("2"),
+            machine: Default::default(),
             command_line: text("faultscale"),
             faultscale_version: text("0.1.0"),
             cgroup_run_name: text("faultscale-4242-0000abcd"),

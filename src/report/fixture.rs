@@ -66,6 +66,8 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
                     iterations: vec![faults / 512, (faults - faults / 2) / 256],
                 }],
                 overran: false,
+                memcg: Default::default(),
+                psi_scope: None,
                 profile: None,
             };
             let sequence = measurements.len();

@@ -176,6 +176,42 @@ impl Report {
         differences
     }
 
+    /// One of the memcg's counters summed over the placement's slices, if the kernel has it.
+    pub fn memcg_total(&self, placement: &Placement, tasks: usize, counter: &str) -> Option<u64> {
+        self.of(placement, tasks).map(|m| m.run.memcg.get(counter).copied()).sum()
+    }
+
+    /// What the memcg did while a placement was measured, in words, where it did anything
+    /// that changes a fault's cost: reclaim, limit hits, stalls.
+    pub fn memcg_note(&self, placement: &Placement, tasks: usize) -> Option<String> {
+        let total = |counter| self.memcg_total(placement, tasks, counter).filter(|v| *v > 0);
+        let mut parts = Vec::new();
+        if let Some(pages) = total("pgsteal") {
+            parts.push(format!("{pages} pages reclaimed"));
+        } else if let Some(pages) = total("pgscan") {
+            parts.push(format!("{pages} pages scanned for reclaim"));
+        }
+        if let Some(hits) = total("events_max") {
+            parts.push(format!("its memory limit hit {hits} times"));
+        }
+        if let Some(hits) = total("events_high") {
+            parts.push(format!("memory.high hit {hits} times"));
+        }
+        if let Some(kills) = total("events_oom_kill") {
+            parts.push(format!("{kills} OOM kills"));
+        }
+        let measured_us: f64 = self.of(placement, tasks).map(|m| m.run.elapsed_s() * 1e6).sum();
+        if let Some(stalled) = total("psi_some_us") {
+            let share = stalled as f64 / measured_us;
+            let scope = self.of(placement, tasks).find_map(|m| m.run.psi_scope);
+            if share >= 0.01 {
+                let whose = if scope == Some(crate::measure::memcg::PsiScope::System) { " (system-wide)" } else { "" };
+                parts.push(format!("{:.0}% of the time stalled on memory{whose}", 100.0 * share));
+            }
+        }
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+
     /// The task counts measured, in sweep order.
     pub fn task_counts(&self) -> Vec<usize> {
         let mut counts: Vec<usize> = Vec::new();

@@ -14,6 +14,9 @@ pub enum Warning {
     OtherRun { pid: u32 },
     /// The baseline's memcg_pgfault counts every process in the base, not only the workers.
     SharedMemcg { placement: String, cgroup_path: String, others: usize },
+    /// The baseline itself reclaimed, hit a limit or stalled: its rate, and every ratio to it,
+    /// carries that cost too.
+    BaselineUnderPressure { placement: String, what: String },
     /// More tasks than CPUs: some share a CPU on purpose.
     RoundRobin { tasks: usize, cpus: usize },
     /// A measurement could not count as asked (perf).
@@ -44,6 +47,10 @@ impl fmt::Display for Warning {
             Warning::SharedMemcg { placement, cgroup_path, others } => write!(
                 f,
                 "{placement}: memcg_pgfault counts every process in {cgroup_path}, where {others} other process(es) run besides faultscale; the loop and kernel counts are the workers' own"
+            ),
+            Warning::BaselineUnderPressure { placement, what } => write!(
+                f,
+                "{placement}: the baseline itself was under memory pressure ({what}): the overheads mix that into the cost per fault"
             ),
             Warning::RoundRobin { tasks, cpus } => {
                 write!(f, "{tasks} tasks on {cpus} CPUs: tasks beyond the CPUs are placed round-robin and share CPUs")

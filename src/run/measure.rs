@@ -86,6 +86,7 @@ pub fn measure(
     let warmup_ns = spec.warmup.as_nanos() as u64;
     let mut perf_before: Vec<PerfReading> = perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
     let mut memcg_before = memcg::pgfault(&leaf.fs_path);
+    let mut counters_before = memcg::counters(&leaf.fs_path).0;
     let mut iterations_before = vec![0; count];
     let mut minflt_before: Vec<u64> = (0..count).map(|i| slots.get(i).ready_minflt.load(Ordering::Relaxed)).collect();
 
@@ -102,12 +103,17 @@ pub fn measure(
     let mut started_ns = released_ns;
     if warmup_ns > 0 {
         wait_until(released_ns + warmup_ns, &mut workers, &slots)?;
-        started_ns = monotonic_ns();
+        // After warmup the baselines are read as the final counts are: with every worker
+        // frozen, so loop, kernel and memcg counts all start at the same instant.
+        freeze(&mut workers, &slots)?;
         iterations_before = read_iterations();
         minflt_before = task_stats(&workers).iter().map(|t| t.as_ref().map(|t| t.minflt).unwrap_or(0)).collect();
         perf_before = perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
         memcg_before = memcg::pgfault(&leaf.fs_path);
+        counters_before = memcg::counters(&leaf.fs_path).0;
         enable_sampling(&mut samplers)?;
+        started_ns = monotonic_ns();
+        workers.signal_all(Signal::SIGCONT)?;
     }
 
     let per_iteration = workload::shape(&spec.settings).per_iteration;
@@ -139,14 +145,7 @@ pub fn measure(
     // Stop: SIGSTOP freezes every worker at once; counters are read while they are frozen so
     // loop, perf, per-task and memcg counts describe the same instant.
     let stopped_ns = monotonic_ns();
-    workers.signal_all(Signal::SIGSTOP)?;
-    for process in 0..workers.processes.len() {
-        match workers.reap(process, libc::WUNTRACED) {
-            Some((status, _)) if libc::WIFSTOPPED(status) => {}
-            Some((status, _)) => return Err(workers.died_with(&slots, process, Some(status)).into()),
-            None => return Err(workers.died(&slots, process).into()),
-        }
-    }
+    freeze(&mut workers, &slots)?;
     let iterations: Vec<u64> =
         read_iterations().iter().zip(&iterations_before).map(|(after, before)| after - before).collect();
     samples.push(Sample { elapsed_ns: stopped_ns - started_ns, iterations: iterations.clone() });
@@ -156,6 +155,7 @@ pub fn measure(
         .collect::<std::io::Result<_>>()
         .map_err(|e| anyhow!("reading perf counters: {e}"))?;
     let memcg_after = memcg::pgfault(&leaf.fs_path);
+    let (counters_after, psi_scope) = memcg::counters(&leaf.fs_path);
     // Threads have no rusage of their own at reaping; read each while it is frozen.
     let stats_after = task_stats(&workers);
     drop(perf);
@@ -225,6 +225,8 @@ pub fn measure(
         kernel_source: source,
         samples,
         overran: (stopped_ns - started_ns) as f64 > 1.1 * duration_ns as f64,
+        memcg: memcg::delta(&counters_before, &counters_after),
+        psi_scope,
         profile,
     })
 }
@@ -256,6 +258,20 @@ fn user_us(usage: &libc::rusage) -> u64 {
 
 fn sys_us(usage: &libc::rusage) -> u64 {
     usage.ru_stime.tv_sec as u64 * 1_000_000 + usage.ru_stime.tv_usec as u64
+}
+
+/// Stops every worker with one SIGSTOP to their group and waits until each is stopped, so
+/// every counter read next describes one instant.
+fn freeze(workers: &mut Workers, slots: &Slots) -> Result<()> {
+    workers.signal_all(Signal::SIGSTOP)?;
+    for process in 0..workers.processes.len() {
+        match workers.reap(process, libc::WUNTRACED) {
+            Some((status, _)) if libc::WIFSTOPPED(status) => {}
+            Some((status, _)) => return Err(workers.died_with(slots, process, Some(status)).into()),
+            None => return Err(workers.died(slots, process).into()),
+        }
+    }
+    Ok(())
 }
 
 /// Ctrl-Z: the workers run in their own process group, out of the terminal's reach, so the

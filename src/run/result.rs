@@ -40,6 +40,11 @@ pub struct PlacementRun {
     /// The measured time exceeded the time asked for by more than 10%: the harness or the
     /// workers were stopped (Ctrl-Z) or starved (overload, far more tasks than CPUs).
     pub overran: bool,
+    /// What the memcg did during the slice: its counters' deltas (reclaim, limit hits, stall
+    /// microseconds), read while the workers were frozen.
+    pub memcg: crate::measure::memcg::Counters,
+    /// Whose stall time psi_* is: the cgroup's own, or the system's where only that exists.
+    pub psi_scope: Option<crate::measure::memcg::PsiScope>,
     /// --profile: the slice's samples, named and counted.
     pub profile: Option<ProfileCounts>,
 }

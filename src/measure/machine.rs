@@ -1,0 +1,110 @@
+//! Facts about the machine that change fault rates, read from sysfs and procfs: the CPUs'
+//! topology, NUMA balancing (hinting faults), mitigations, swap and zswap, MGLRU, overcommit,
+//! the NMI watchdog, governors and boost, and the kernel's memcg build options.
+
+use std::collections::BTreeMap;
+
+use crate::text::read_line_or;
+
+/// One fact a line: name -> value, as `faultscale env` prints them and the JSON carries them.
+pub type Facts = BTreeMap<&'static str, String>;
+
+/// Where each used CPU sits: `cpuN: package P core C siblings S`.
+fn topology(cpus: &[usize]) -> String {
+    let read = |cpu: usize, file: &str| read_line_or(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{file}"), "?");
+    cpus.iter()
+        .map(|&cpu| {
+            format!(
+                "cpu{cpu}: package {} core {} siblings {}",
+                read(cpu, "physical_package_id"),
+                read(cpu, "core_id"),
+                read(cpu, "thread_siblings_list")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The mitigations the kernel reports as active, `name: status`, one clause each.
+fn mitigations() -> String {
+    let Ok(entries) = std::fs::read_dir("/sys/devices/system/cpu/vulnerabilities") else { return "unknown".into() };
+    let mut lines: Vec<String> = entries
+        .flatten()
+        .map(|e| format!("{}: {}", e.file_name().to_string_lossy(), read_line_or(e.path(), "?")))
+        .collect();
+    lines.sort();
+    lines.join("; ")
+}
+
+/// Swap devices (from /proc/swaps) and their total size.
+fn swap() -> String {
+    let text = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    let devices: Vec<(String, u64)> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            Some((fields.first()?.to_string(), fields.get(2)?.parse().ok()?))
+        })
+        .collect();
+    if devices.is_empty() {
+        return "none".into();
+    }
+    let total_kib: u64 = devices.iter().map(|(_, kib)| kib).sum();
+    format!("{} ({} MiB)", devices.iter().map(|(d, _)| d.as_str()).collect::<Vec<_>>().join(", "), total_kib / 1024)
+}
+
+/// CONFIG_MEMCG* from the running kernel's config, where a copy is readable.
+fn memcg_config() -> String {
+    let release = read_line_or("/proc/sys/kernel/osrelease", "");
+    match std::fs::read_to_string(format!("/boot/config-{release}")) {
+        Ok(config) => {
+            let options: Vec<&str> = config.lines().filter(|l| l.starts_with("CONFIG_MEMCG")).collect();
+            if options.is_empty() { "none set".into() } else { options.join(" ") }
+        }
+        Err(_) => format!("unreadable (no /boot/config-{release})"),
+    }
+}
+
+/// Every fact, for the CPUs a run uses.
+pub fn facts(cpus: &[usize]) -> Facts {
+    let governors: Vec<String> = cpus
+        .iter()
+        .map(|cpu| {
+            format!(
+                "cpu{cpu}={}",
+                read_line_or(format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"), "none")
+            )
+        })
+        .collect();
+    Facts::from([
+        ("topology", topology(cpus)),
+        ("smt_active", read_line_or("/sys/devices/system/cpu/smt/active", "unknown")),
+        ("numa_nodes", read_line_or("/sys/devices/system/node/online", "unknown")),
+        ("numa_balancing", read_line_or("/proc/sys/kernel/numa_balancing", "unavailable")),
+        ("mitigations", mitigations()),
+        ("swap", swap()),
+        ("zswap", read_line_or("/sys/module/zswap/parameters/enabled", "unavailable")),
+        ("lru_gen", read_line_or("/sys/kernel/mm/lru_gen/enabled", "unavailable")),
+        ("overcommit_memory", read_line_or("/proc/sys/vm/overcommit_memory", "unknown")),
+        ("nmi_watchdog", read_line_or("/proc/sys/kernel/nmi_watchdog", "unavailable")),
+        ("governors", governors.join(" ")),
+        ("boost", read_line_or("/sys/devices/system/cpu/cpufreq/boost", "unavailable")),
+        ("memcg_config", memcg_config()),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_fact_is_there_and_says_something() {
+        let facts = facts(&[0]);
+        for name in ["topology", "numa_balancing", "mitigations", "swap", "lru_gen", "overcommit_memory"] {
+            assert!(!facts[name].is_empty(), "{name}");
+        }
+        assert!(facts["topology"].starts_with("cpu0: package "), "{}", facts["topology"]);
+        assert!(facts["governors"].starts_with("cpu0="));
+    }
+}

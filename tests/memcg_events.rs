@@ -1,0 +1,82 @@
+//! What the memcg did during each placement, and the machine it ran on.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn reclaim_under_a_limit_is_counted_and_said() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    // Page cache reclaims only where it is backed by a disk: on tmpfs, without swap, the limit
+    // ends in an OOM kill instead (faultscale says so; it is not what this test is about), and
+    // user-mode-linux's hostfs is too slow to finish one 32M iteration in a slice.
+    let unsuitable = |dir: &Path| {
+        nix::sys::statfs::statfs(dir).map(|s| [0x0102_1994, 0xBD].contains(&s.filesystem_type().0)).unwrap_or(true)
+    };
+    let Some(parent) = [std::env::temp_dir(), "/var/tmp".into()].into_iter().find(|d| d.is_dir() && !unsuitable(d))
+    else {
+        eprintln!("skipped: no disk-backed temporary directory here (tmpfs needs swap to reclaim; hostfs is too slow)");
+        return;
+    };
+    let dir = tempfile::tempdir_in(parent).unwrap();
+    let (json, csv) = (dir.path().join("J.json"), dir.path().join("C.csv"));
+    let (_, output) = run_clean(
+        &base,
+        &[
+            "--base",
+            BASE,
+            "--cgroup",
+            "limited",
+            "--workload",
+            "file-shared",
+            "--chunk",
+            "32M",
+            "--duration",
+            "2",
+            "--tmpdir",
+            dir.path().to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    let rows = read_csv(&csv);
+    let count =
+        |row: &std::collections::HashMap<String, String>, column: &str| -> f64 { row[column].parse().unwrap_or(0.0) };
+    for row in rows.iter().filter(|r| r["placement"] == "limited") {
+        // 16M limit, 32M mapped per iteration per worker: reclaim (v2) or the limit hit (v1).
+        let reclaim = count(row, "pgscan") + count(row, "pgsteal") + count(row, "events_max");
+        assert!(reclaim > 0.0, "no reclaim counted under the limit: {row:?}");
+    }
+    assert!(stdout.contains("limited    memcg: "), "the table says what the memcg did: {stdout}");
+    // The baseline has no limit: it reclaimed nothing, or a warning says it did.
+    for row in rows.iter().filter(|r| r["placement"] == "base") {
+        let reclaim = count(row, "pgsteal") + count(row, "events_max");
+        assert!(reclaim == 0.0 || stderr.contains("the baseline itself was under memory pressure"), "{row:?}");
+    }
+    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for m in document["measurements"].as_array().unwrap() {
+        let memcg = m["run"]["memcg"].as_object().unwrap_or_else(|| panic!("no memcg deltas: {m}"));
+        assert!(memcg.contains_key("pgfault") && memcg.contains_key("events_max"), "{memcg:?}");
+    }
+    let machine = &document["environment"]["machine"];
+    for fact in ["topology", "numa_balancing", "mitigations", "swap", "lru_gen", "overcommit_memory"] {
+        assert!(machine[fact].is_string(), "{fact} missing: {machine}");
+    }
+}
+
+#[test]
+fn env_prints_the_machine_facts_that_change_fault_rates() {
+    let output = std::process::Command::new(binary()).args(["env", "--base", BASE]).output().unwrap();
+    let stdout = text(&output.stdout);
+    for label in ["topology:", "numa balancing:", "mitigations:", "swap:", "lru gen:", "overcommit memory:"] {
+        assert!(stdout.contains(label), "{label} in {stdout}");
+    }
+}
