@@ -125,6 +125,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
     pub cpus: Option<String>,
 
+    /// The order workers take the CPUs: one per physical core first, then SMT siblings
+    /// (as will-it-scale), or numeric
+    #[arg(long, value_enum, default_value_t = crate::run::topology::CpuOrder::CoresFirst)]
+    pub cpu_order: crate::run::topology::CpuOrder,
+
     /// Task counts to sweep, e.g. 1,2,4,8 or 3,6,12,24,48 or 1..8 [default: one per CPU]; tasks
     /// beyond the CPUs given are placed round-robin
     #[arg(long, value_name = "LIST", allow_hyphen_values = true)]

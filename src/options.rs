@@ -1,7 +1,7 @@
 //! The command line turned into a plan, once, before anything is created: every value the
 //! run uses is checked here. Parsers of plain values live in text.rs, placements in plan/.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -127,6 +127,7 @@ impl RunOptions {
         if cpus.is_empty() {
             bail!("no CPU to run on: the allowed set is empty");
         }
+        let cpus = crate::run::topology::order(&cpus, args.cpu_order, Path::new("/sys/devices/system/cpu"));
 
         let task_counts = match &args.tasks {
             None => vec![cpus.len()],

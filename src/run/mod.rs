@@ -12,6 +12,7 @@ mod result;
 pub mod signals;
 pub mod slots;
 mod spec;
+pub mod topology;
 mod worker;
 mod workers;
 
