@@ -52,7 +52,7 @@ pub fn filesystem_name(magic: i64) -> String {
         0x9123_683E => "btrfs".into(),
         0x794C_7630 => "overlayfs".into(),
         0x0000_6969 => "nfs".into(),
-        0x0000_00BD => "hostfs".into(),
+        0x00C0_FFEE => "hostfs".into(),
         other => format!("filesystem magic {other:#x}"),
     }
 }
