@@ -153,9 +153,10 @@ pub struct RunArgs {
     pub thp: ThpMode,
 
     /// Directory for the file workloads' files (a run directory is made in it and removed);
-    /// /dev/shm for tmpfs, /tmp or a disk path for a disk filesystem
-    #[arg(long, default_value = "/tmp", value_name = "DIR")]
-    pub tmpdir: String,
+    /// /dev/shm for tmpfs, /tmp or a disk path for a disk filesystem [default: /dev/shm for
+    /// page_fault2/3, as LKP runs them; /tmp otherwise]
+    #[arg(long, value_name = "DIR")]
+    pub tmpdir: Option<String>,
 
     /// Bytes each anon iteration maps, touches page by page and unmaps (K, M, G suffixes)
     #[arg(long, default_value = "1M", value_name = "SIZE", allow_hyphen_values = true)]

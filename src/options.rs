@@ -156,9 +156,9 @@ impl RunOptions {
         if size_bytes < page_size || size_bytes % page_size != 0 || size_bytes > 1 << 40 {
             bail!("--size {}: must be a multiple of the page size ({page_size} bytes) up to 1T, e.g. 64M", args.size);
         }
-        let tmpdir = PathBuf::from(&args.tmpdir);
+        let tmpdir = PathBuf::from(args.tmpdir.as_deref().unwrap_or(args.workload.default_tmpdir()));
         if args.workload.needs_files() && !tmpdir.is_dir() {
-            bail!("--tmpdir {}: not a directory; give an existing directory (e.g. /dev/shm or /tmp)", args.tmpdir);
+            bail!("--tmpdir {}: not a directory; give an existing directory (e.g. /dev/shm or /tmp)", tmpdir.display());
         }
 
         let profile_dir = args.profile_dir.as_deref().map(PathBuf::from);

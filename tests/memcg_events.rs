@@ -15,7 +15,9 @@ fn reclaim_under_a_limit_is_counted_and_said() {
     // ends in an OOM kill instead (faultscale says so; it is not what this test is about), and
     // user-mode-linux's hostfs is too slow to finish one 32M iteration in a slice.
     let unsuitable = |dir: &Path| {
-        nix::sys::statfs::statfs(dir).map(|s| [0x0102_1994, 0x00C0_FFEE].contains(&s.filesystem_type().0)).unwrap_or(true)
+        nix::sys::statfs::statfs(dir)
+            .map(|s| [0x0102_1994, 0x00C0_FFEE].contains(&s.filesystem_type().0))
+            .unwrap_or(true)
     };
     let Some(parent) = [std::env::temp_dir(), "/var/tmp".into()].into_iter().find(|d| d.is_dir() && !unsuitable(d))
     else {

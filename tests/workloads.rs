@@ -129,3 +129,46 @@ fn a_task_sweep_yields_a_row_per_count_and_placement() {
         assert!(cpu_s > 0.0 && cpu_s <= 1.1 * available_s + 0.05, "CPU {cpu_s} s of {available_s} s");
     }
 }
+
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn will_it_scale_page_faults_count_every_page() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let tmp = tempfile::tempdir().unwrap();
+    for workload in ["page_fault1", "page_fault2", "page_fault3"] {
+        let csv = tmp.path().join(format!("{workload}.csv"));
+        let (_, output) = run_clean(
+            &base,
+            &[
+                "--base",
+                BASE,
+                "--cgroup",
+                "child",
+                "--duration",
+                "1",
+                "--workload",
+                workload,
+                "--csv",
+                csv.to_str().unwrap(),
+            ],
+        );
+        assert!(output.status.success(), "{workload}: {}", text(&output.stderr));
+        for row in read_csv(&csv) {
+            let (faults, kernel) = (number(&row, "faults"), number(&row, "kernel_faults"));
+            // Counted per page, as will-it-scale does: the loop and the kernel agree to within
+            // the one page per worker in flight at the stop (and 1%).
+            assert!(faults > 1000.0, "{workload}: {faults}");
+            assert!(
+                (faults - kernel).abs() <= 0.01 * kernel + number(&row, "tasks"),
+                "{workload}: {faults} vs {kernel}"
+            );
+        }
+        if workload != "page_fault1" {
+            assert!(
+                text(&output.stdout).contains("(tmpfs)") || !std::path::Path::new("/dev/shm").is_dir(),
+                "{workload}: tmpfs by default"
+            );
+        }
+    }
+}

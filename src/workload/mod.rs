@@ -10,6 +10,7 @@ mod anon;
 mod file_chunk;
 mod fork;
 mod mmap_file;
+mod page_fault;
 mod usemem;
 
 use std::path::PathBuf;
@@ -31,6 +32,18 @@ pub enum WorkloadKind {
     Usemem,
     /// fork a child that writes every page of --size inherited memory and exits (anon_vma, COW)
     Fork,
+    /// will-it-scale page_fault1: 128 MiB private anonymous per iteration, counted per page
+    #[value(name = "page_fault1")]
+    #[serde(rename = "page_fault1")]
+    PageFault1,
+    /// will-it-scale page_fault2: 128 MiB private file mapping (COW), counted per page
+    #[value(name = "page_fault2")]
+    #[serde(rename = "page_fault2")]
+    PageFault2,
+    /// will-it-scale page_fault3: 128 MiB shared file mapping, counted per page
+    #[value(name = "page_fault3")]
+    #[serde(rename = "page_fault3")]
+    PageFault3,
 }
 
 impl WorkloadKind {
@@ -42,12 +55,33 @@ impl WorkloadKind {
             WorkloadKind::MmapFile => "mmap-file",
             WorkloadKind::Usemem => "usemem",
             WorkloadKind::Fork => "fork",
+            WorkloadKind::PageFault1 => "page_fault1",
+            WorkloadKind::PageFault2 => "page_fault2",
+            WorkloadKind::PageFault3 => "page_fault3",
         }
     }
 
     /// Whether the workload needs the run's temporary directory.
     pub fn needs_files(self) -> bool {
-        matches!(self, WorkloadKind::FilePrivate | WorkloadKind::FileShared | WorkloadKind::MmapFile)
+        matches!(
+            self,
+            WorkloadKind::FilePrivate
+                | WorkloadKind::FileShared
+                | WorkloadKind::MmapFile
+                | WorkloadKind::PageFault2
+                | WorkloadKind::PageFault3
+        )
+    }
+
+    /// Where its files go unless --tmpdir says otherwise: tmpfs for will-it-scale's, as the
+    /// LKP reports ran them.
+    pub fn default_tmpdir(self) -> &'static str {
+        match self {
+            WorkloadKind::PageFault2 | WorkloadKind::PageFault3 if std::path::Path::new("/dev/shm").is_dir() => {
+                "/dev/shm"
+            }
+            _ => "/tmp",
+        }
     }
 
     /// Why it cannot run with `--mode thread`, if it cannot.
@@ -156,6 +190,15 @@ pub fn create(settings: &WorkloadSettings, worker_index: usize) -> Box<dyn Workl
         WorkloadKind::MmapFile => Box::new(mmap_file::MmapFile::new(settings)),
         WorkloadKind::Usemem => Box::new(usemem::Usemem::new(settings)),
         WorkloadKind::Fork => Box::new(fork::Fork::new(settings)),
+        WorkloadKind::PageFault1 => {
+            Box::new(page_fault::PageFault::new(settings, worker_index, page_fault::Variant::Anonymous))
+        }
+        WorkloadKind::PageFault2 => {
+            Box::new(page_fault::PageFault::new(settings, worker_index, page_fault::Variant::FilePrivate))
+        }
+        WorkloadKind::PageFault3 => {
+            Box::new(page_fault::PageFault::new(settings, worker_index, page_fault::Variant::FileShared))
+        }
     }
 }
 

@@ -1,0 +1,91 @@
+//! will-it-scale's page_fault1/2/3, written afresh with the originals' semantics: 128 MiB
+//! mapped per iteration (MEMSIZE), one byte written per page, and the counter bumped once per
+//! page (not per mapping), so samples and totals are not quantised by 32,768-page iterations:
+//! - `page_fault1`: a private anonymous mapping (allocate, zero and charge per page);
+//! - `page_fault2`: a private mapping of a 128 MiB file (a COW copy per page);
+//! - `page_fault3`: a shared mapping of that file (page cache faults, dirtying).
+//!
+//! will-it-scale unlinks its file after creating it; here it lives in the run directory
+//! (tmpfs /dev/shm by default, as the LKP reports ran them) and goes with it.
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{Shape, ThpMode, Unit, Workload, WorkloadSettings, apply_thp, fresh_file, map};
+
+/// will-it-scale's MEMSIZE.
+pub const MEMSIZE: usize = 128 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    Anonymous,
+    FilePrivate,
+    FileShared,
+}
+
+pub struct PageFault {
+    variant: Variant,
+    page_size: usize,
+    thp: ThpMode,
+    path: std::path::PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl PageFault {
+    pub fn new(settings: &WorkloadSettings, worker_index: usize, variant: Variant) -> Self {
+        let dir = settings.files_dir.clone().unwrap_or_default();
+        PageFault {
+            variant,
+            page_size: settings.page_size as usize,
+            thp: settings.thp,
+            path: dir.join(format!("page-fault-{worker_index}")),
+            file: None,
+        }
+    }
+}
+
+impl Workload for PageFault {
+    fn shape(&self) -> Shape {
+        // One count per page; with THP allowed an anonymous page may come in a huge fault.
+        Shape {
+            unit: Unit::Faults,
+            per_iteration: 1,
+            exact: self.variant != Variant::Anonymous || self.thp == ThpMode::Never,
+        }
+    }
+
+    fn prepare(&mut self) -> Result<(), String> {
+        apply_thp(self.thp)?;
+        if self.variant != Variant::Anonymous {
+            self.file = Some(fresh_file(&self.path, MEMSIZE as u64)?);
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, pages: &AtomicU64) -> String {
+        let (flags, fd) = match (self.variant, &self.file) {
+            (Variant::Anonymous, _) => (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1),
+            (Variant::FilePrivate, Some(file)) => (libc::MAP_PRIVATE, file.as_raw_fd()),
+            (Variant::FileShared, Some(file)) => (libc::MAP_SHARED, file.as_raw_fd()),
+            _ => return "page_fault: not prepared".into(),
+        };
+        let mut counted: u64 = 0;
+        loop {
+            let chunk = match map(MEMSIZE, libc::PROT_READ | libc::PROT_WRITE, flags, fd) {
+                Ok(chunk) => chunk,
+                Err(e) => return e,
+            };
+            let mut offset = 0;
+            while offset < MEMSIZE {
+                // SAFETY: within the mapping just made.
+                unsafe { std::ptr::write_volatile(chunk.add(offset), 0) };
+                counted += 1;
+                // One writer per counter: a plain store, as will-it-scale's (*iterations)++.
+                pages.store(counted, Ordering::Relaxed);
+                offset += self.page_size;
+            }
+            // SAFETY: the mapping made above, with its length.
+            unsafe { libc::munmap(chunk as *mut libc::c_void, MEMSIZE) };
+        }
+    }
+}
