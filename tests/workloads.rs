@@ -157,12 +157,13 @@ fn will_it_scale_page_faults_count_every_page() {
         for row in read_csv(&csv) {
             let (faults, kernel) = (number(&row, "faults"), number(&row, "kernel_faults"));
             // Counted per page, as will-it-scale does: the loop and the kernel agree to within
-            // the one page per worker in flight at the stop (and 1%).
+            // the one page per worker in flight at the stop (and 1%), or, where the kernel
+            // counts otherwise (user-mode-linux: two faults per shared-file write), faultscale
+            // says so with both counts.
             assert!(faults > 1000.0, "{workload}: {faults}");
-            assert!(
-                (faults - kernel).abs() <= 0.01 * kernel + number(&row, "tasks"),
-                "{workload}: {faults} vs {kernel}"
-            );
+            let agree = (faults - kernel).abs() <= 0.01 * kernel + number(&row, "tasks");
+            let said = text(&output.stderr).contains(&format!("loop counted {faults} faults, the kernel {kernel}"));
+            assert!(agree || said, "{workload}: {faults} vs {kernel}, and no warning");
         }
         if workload != "page_fault1" {
             assert!(
