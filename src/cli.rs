@@ -154,7 +154,7 @@ pub struct RunArgs {
 
     /// Directory for the file workloads' files (a run directory is made in it and removed);
     /// /dev/shm for tmpfs, /tmp or a disk path for a disk filesystem [default: /dev/shm for
-    /// page_fault2/3, as LKP runs them; /tmp otherwise]
+    /// page_fault2/3 and fallocate1, as LKP runs them; /tmp otherwise]
     #[arg(long, value_name = "DIR")]
     pub tmpdir: Option<String>,
 

@@ -173,3 +173,34 @@ fn will_it_scale_page_faults_count_every_page() {
         }
     }
 }
+
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn will_it_scale_fallocate_and_tlb_flush_count_operations() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let tmp = tempfile::tempdir().unwrap();
+    for workload in ["fallocate1", "fallocate2", "tlb_flush2"] {
+        let csv = tmp.path().join(format!("{workload}.csv"));
+        let (_, output) = run_clean(
+            &base,
+            &["--base", BASE, "--cgroup", "child", "--duration", "1", "--workload", workload, "--csv", csv.to_str().unwrap()],
+        );
+        let context = format!("{workload}: {}", text(&output.stderr));
+        assert!(output.status.success(), "{context}");
+        assert!(text(&output.stdout).contains("ops/s"), "{context}");
+        for row in read_csv(&csv) {
+            assert_eq!(row["unit"], "ops", "{context}");
+            let (ops, kernel) = (number(&row, "faults"), number(&row, "kernel_faults"));
+            assert!(ops > 1000.0, "{context}: {ops} operations");
+            if workload == "tlb_flush2" {
+                // Each page is written (a fault), zapped and read back (a zero-page fault).
+                let per_op = kernel / ops;
+                assert!((1.9..=2.1).contains(&per_op), "{context}: {per_op} kernel faults per page");
+            } else {
+                // fallocate charges page cache without a fault.
+                assert!(kernel < 0.01 * ops, "{context}: {kernel} faults in {ops} fallocates");
+            }
+        }
+    }
+}

@@ -7,10 +7,12 @@
 //! in the worker, in its cgroup, on its CPU.
 
 mod anon;
+mod fallocate;
 mod file_chunk;
 mod fork;
 mod mmap_file;
 mod page_fault;
+mod tlb_flush;
 mod usemem;
 
 use std::path::PathBuf;
@@ -44,6 +46,18 @@ pub enum WorkloadKind {
     #[value(name = "page_fault3")]
     #[serde(rename = "page_fault3")]
     PageFault3,
+    /// will-it-scale fallocate1: fallocate 8 KiB steps of a 1 MiB tmpfs file, truncate, repeat; counted per call
+    #[value(name = "fallocate1")]
+    #[serde(rename = "fallocate1")]
+    Fallocate1,
+    /// will-it-scale fallocate2: the same with the file in /tmp
+    #[value(name = "fallocate2")]
+    #[serde(rename = "fallocate2")]
+    Fallocate2,
+    /// will-it-scale tlb_flush2: write a page, MADV_DONTNEED it, read it back, per page of 1 MiB; counted per page
+    #[value(name = "tlb_flush2")]
+    #[serde(rename = "tlb_flush2")]
+    TlbFlush2,
 }
 
 impl WorkloadKind {
@@ -58,6 +72,9 @@ impl WorkloadKind {
             WorkloadKind::PageFault1 => "page_fault1",
             WorkloadKind::PageFault2 => "page_fault2",
             WorkloadKind::PageFault3 => "page_fault3",
+            WorkloadKind::Fallocate1 => "fallocate1",
+            WorkloadKind::Fallocate2 => "fallocate2",
+            WorkloadKind::TlbFlush2 => "tlb_flush2",
         }
     }
 
@@ -70,6 +87,8 @@ impl WorkloadKind {
                 | WorkloadKind::MmapFile
                 | WorkloadKind::PageFault2
                 | WorkloadKind::PageFault3
+                | WorkloadKind::Fallocate1
+                | WorkloadKind::Fallocate2
         )
     }
 
@@ -77,7 +96,7 @@ impl WorkloadKind {
     /// LKP reports ran them.
     pub fn default_tmpdir(self) -> &'static str {
         match self {
-            WorkloadKind::PageFault2 | WorkloadKind::PageFault3 if std::path::Path::new("/dev/shm").is_dir() => {
+            WorkloadKind::PageFault2 | WorkloadKind::PageFault3 | WorkloadKind::Fallocate1 if std::path::Path::new("/dev/shm").is_dir() => {
                 "/dev/shm"
             }
             _ => "/tmp",
@@ -140,6 +159,9 @@ pub const SHARED_FILE: &str = "shared";
 pub enum Unit {
     Faults,
     Loops,
+    /// One system call or page operation that is not a fault (fallocate, tlb_flush2's pages).
+    #[serde(rename = "ops")]
+    Operations,
 }
 
 impl Unit {
@@ -148,6 +170,7 @@ impl Unit {
         match self {
             Unit::Faults => "fault",
             Unit::Loops => "loop",
+            Unit::Operations => "op",
         }
     }
 
@@ -155,6 +178,7 @@ impl Unit {
         match self {
             Unit::Faults => "faults",
             Unit::Loops => "loops",
+            Unit::Operations => "ops",
         }
     }
 }
@@ -199,6 +223,10 @@ pub fn create(settings: &WorkloadSettings, worker_index: usize) -> Box<dyn Workl
         WorkloadKind::PageFault3 => {
             Box::new(page_fault::PageFault::new(settings, worker_index, page_fault::Variant::FileShared))
         }
+        WorkloadKind::Fallocate1 | WorkloadKind::Fallocate2 => {
+            Box::new(fallocate::Fallocate::new(settings, worker_index))
+        }
+        WorkloadKind::TlbFlush2 => Box::new(tlb_flush::TlbFlush::new(settings)),
     }
 }
 
