@@ -64,6 +64,19 @@ pub fn run(
         }
     }
     let knobs = tree.take_applied();
+    for placement in &plan.placements {
+        for (index, level) in placement.levels.iter().enumerate() {
+            for knob in crate::cgroup::knobs::skipped_on(level, hierarchy.version) {
+                warnings.push(Warning::KnobUnset {
+                    placement: placement.name.clone(),
+                    level: index + 1,
+                    knob: knob.name.clone(),
+                    value: knob.describe(),
+                    version: hierarchy.version.to_string(),
+                });
+            }
+        }
+    }
 
     let files = plan
         .workload

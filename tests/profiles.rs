@@ -104,3 +104,66 @@ fn faultscale_profile_depth(profile: &str) -> u64 {
         other => panic!("{other}"),
     }
 }
+
+/// MemTotal in bytes, the basis of the shipped profiles' percentages.
+fn ram_bytes() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kib = meminfo.lines().find_map(|l| l.strip_prefix("MemTotal:")).unwrap().trim().trim_end_matches("kB");
+    kib.trim().parse::<u64>().unwrap() << 10
+}
+
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn published_setups_build_with_shares_of_ram_and_say_what_v1_cannot_set() {
+    let _serial = needs_root();
+    let listing = std::process::Command::new(binary()).arg("profiles").output().unwrap();
+    for name in ["protected-3", "lkp-cgroup2"] {
+        assert!(text(&listing.stdout).lines().any(|l| l.starts_with(name)), "{name} is listed");
+    }
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let (_, output) = run_clean(
+        &base,
+        &["--base", BASE, "--cgroup", "protected-3,lkp-cgroup2", "--duration", "0.5", "--json", json.to_str().unwrap()],
+    );
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let share = |percent: f64| ((ram_bytes() as f64 * percent / 100.0) as u64 & !4095).to_string();
+    let half = |percent: f64| ((((ram_bytes() as f64 * percent / 100.0) as u64 & !4095) as f64 * 0.5) as u64 & !4095).to_string();
+    let knobs: Vec<(String, String, String, String)> = document["knobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            assert_eq!(k["written"], k["read_back"], "{k}");
+            let level = if k["cgroup_path"].as_str().unwrap().ends_with("level2") { "L2" } else { "L1" };
+            let field = |name: &str| k[name].as_str().unwrap().to_string();
+            (field("placement"), level.to_string(), field("knob"), field("written"))
+        })
+        .collect();
+    let has = |placement: &str, level: &str, knob: &str, value: String| {
+        knobs.contains(&(placement.into(), level.into(), knob.into(), value.clone()))
+    };
+    let measurements = document["measurements"].as_array().unwrap();
+    let depth = |name: &str| measurements.iter().find(|m| m["placement"] == name).unwrap()["depth"].clone();
+    assert_eq!((depth("protected-3"), depth("lkp-cgroup2")), (3.into(), 1.into()));
+    // memory.low maps on both versions; memory.min and memory.high only on v2, and v1 says so.
+    assert!(has("protected-3", "L1", "memory.low", share(5.0)), "{knobs:?}");
+    assert!(has("protected-3", "L2", "memory.low", half(5.0)), "{knobs:?}");
+    assert!(has("lkp-cgroup2", "L1", "memory.low", share(50.0)), "{knobs:?}");
+    let v1 = document["environment"]["cgroup_version"].as_str().unwrap().eq_ignore_ascii_case("v1");
+    if v1 {
+        for (placement, knob) in [("protected-3", "memory.min"), ("lkp-cgroup2", "memory.high")] {
+            let said = format!("{placement}: {knob} = ");
+            assert!(stderr.contains(&said) && stderr.contains("left unset: cgroup v1 has no equivalent"), "{stderr}");
+        }
+        assert_eq!(knobs.len(), 3, "{knobs:?}");
+    } else {
+        assert!(has("protected-3", "L1", "memory.min", share(2.0)), "{knobs:?}");
+        assert!(has("protected-3", "L2", "memory.min", half(2.0)), "{knobs:?}");
+        assert!(has("lkp-cgroup2", "L1", "memory.high", share(90.0)), "{knobs:?}");
+        assert!(!stderr.contains("left unset"), "{stderr}");
+    }
+}

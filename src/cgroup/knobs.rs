@@ -9,17 +9,45 @@ use anyhow::{Result, bail};
 use super::Version;
 
 /// A knob as written in a profile, with its value checked.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Knob {
     /// The v2 name, e.g. memory.max.
     pub name: String,
     /// Bytes, or None for "max"; for memory.oom.group, 0 or 1.
     pub value: Option<u64>,
+    /// How a relative value was reached, e.g. "90% of RAM", shown beside the bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basis: Option<String>,
+    /// The profile lets this knob go unset on v1, where it has no equivalent (a published
+    /// setup ported to v1 keeps what maps), instead of refusing to build.
+    #[serde(skip)]
+    pub optional_on_v1: bool,
 }
 
 impl Knob {
     pub fn value_text(&self) -> String {
         self.value.map(|v| v.to_string()).unwrap_or_else(|| "max".into())
+    }
+
+    /// The value as a reader wants it: bytes, and where it came from if it was relative.
+    pub fn describe(&self) -> String {
+        match &self.basis {
+            Some(basis) => format!("{} ({basis})", self.value_text()),
+            None => self.value_text(),
+        }
+    }
+
+    /// Whether cgroup v1 has a file for it (memory.swap.max maps to memsw with memory.max).
+    pub fn maps_to_v1(&self) -> bool {
+        matches!(self.name.as_str(), "memory.max" | "memory.low" | "memory.swap.max")
+    }
+}
+
+/// The knobs of a level that are left unset on `version` because the profile allows it.
+pub fn skipped_on(level: &[Knob], version: Version) -> Vec<&Knob> {
+    match version {
+        Version::V1 => level.iter().filter(|k| k.optional_on_v1 && !k.maps_to_v1()).collect(),
+        Version::V2 => Vec::new(),
     }
 }
 
@@ -35,7 +63,8 @@ pub struct KnobWrite {
 /// memory limit before the memory+swap limit).
 pub fn writes_for(level: &[Knob], version: Version) -> Result<Vec<KnobWrite>> {
     let mut writes = Vec::new();
-    for knob in level {
+    let skipped = skipped_on(level, version);
+    for knob in level.iter().filter(|k| !skipped.contains(k)) {
         let (file, value) = match version {
             Version::V2 => (knob.name.clone(), knob.value_text()),
             Version::V1 => {
@@ -79,9 +108,9 @@ mod tests {
     #[test]
     fn v1_mapping() {
         let level = vec![
-            Knob { name: "memory.swap.max".into(), value: Some(1 << 20) },
-            Knob { name: "memory.max".into(), value: Some(1 << 30) },
-            Knob { name: "memory.low".into(), value: None },
+            Knob { name: "memory.swap.max".into(), value: Some(1 << 20), ..Knob::default() },
+            Knob { name: "memory.max".into(), value: Some(1 << 30), ..Knob::default() },
+            Knob { name: "memory.low".into(), value: None, ..Knob::default() },
         ];
         let writes = writes_for(&level, Version::V1).unwrap();
         let files: Vec<(&str, &str)> = writes.iter().map(|w| (w.file.as_str(), w.value.as_str())).collect();
@@ -94,16 +123,29 @@ mod tests {
             ]
         );
         for no_v1 in ["memory.high", "memory.min", "memory.oom.group"] {
-            let err = writes_for(&[Knob { name: no_v1.into(), value: Some(1) }], Version::V1).unwrap_err();
+            let err = writes_for(&[Knob { name: no_v1.into(), value: Some(1), ..Knob::default() }], Version::V1).unwrap_err();
             assert!(err.to_string().contains("no cgroup v1 equivalent"), "{no_v1}");
         }
         let huge = [
-            Knob { name: "memory.max".into(), value: Some(1 << 62) },
-            Knob { name: "memory.swap.max".into(), value: Some(u64::MAX - 5) },
+            Knob { name: "memory.max".into(), value: Some(1 << 62), ..Knob::default() },
+            Knob { name: "memory.swap.max".into(), value: Some(u64::MAX - 5), ..Knob::default() },
         ];
         let memsw = writes_for(&huge, Version::V1).unwrap().pop().unwrap();
         assert_eq!((memsw.file.as_str(), memsw.value.as_str()), ("memory.memsw.limit_in_bytes", "-1"));
         let v2 = writes_for(&level, Version::V2).unwrap();
         assert!(v2.iter().any(|w| w.file == "memory.low" && w.value == "max"));
+    }
+
+    #[test]
+    fn a_knob_the_profile_lets_go_is_skipped_on_v1_only() {
+        let level = vec![
+            Knob { name: "memory.min".into(), value: Some(1 << 20), optional_on_v1: true, ..Knob::default() },
+            Knob { name: "memory.low".into(), value: Some(2 << 20), optional_on_v1: true, ..Knob::default() },
+        ];
+        let v1: Vec<String> = writes_for(&level, Version::V1).unwrap().into_iter().map(|w| w.file).collect();
+        assert_eq!(v1, ["memory.soft_limit_in_bytes"]);
+        assert_eq!(skipped_on(&level, Version::V1).iter().map(|k| k.name.as_str()).collect::<Vec<_>>(), ["memory.min"]);
+        assert_eq!(writes_for(&level, Version::V2).unwrap().len(), 2);
+        assert!(skipped_on(&level, Version::V2).is_empty());
     }
 }

@@ -59,6 +59,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             None => path.to_string(),
         }
     };
+    let name_width = report.plan.placements.iter().map(|p| p.name.len()).max().unwrap_or(9).max(9);
     let path_width = report.measurements.iter().map(|m| shown(&m.leaf.cgroup_path).len()).max().unwrap_or(6).max(6);
     for knob in &report.knobs {
         let rounded = if knob.read_back != knob.written {
@@ -78,7 +79,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     let tasks_column = |tasks: &dyn std::fmt::Display| if sweep { format!("{tasks:>5} ") } else { String::new() };
     writeln!(
         out,
-        "{}{:<10} {:<path_width$} {:>12} {:>10} {:>9} {:>6}  overhead (95% CI)",
+        "{}{:<name_width$} {:<path_width$} {:>12} {:>10} {:>9} {:>6}  overhead (95% CI)",
         tasks_column(&"tasks"),
         "placement",
         "cgroup",
@@ -91,7 +92,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     for failure in &report.failures {
         writeln!(
             out,
-            "{}{:<10} FAILED in slice {}: {}",
+            "{}{:<name_width$} FAILED in slice {}: {}",
             tasks_column(&failure.tasks),
             failure.placement.name,
             failure.round,
@@ -110,7 +111,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
         };
         writeln!(
             out,
-            "{}{:<10} {:<path_width$} {:>12} {:>10} {:>9} {:>6}  {overhead}",
+            "{}{:<name_width$} {:<path_width$} {:>12} {:>10} {:>9} {:>6}  {overhead}",
             tasks_column(&summary.tasks),
             summary.placement.name,
             shown(summary.cgroup_path),
@@ -122,13 +123,13 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     }
     for summary in &summaries {
         if let Some(note) = report.memcg_note(summary.placement, summary.tasks) {
-            writeln!(out, "{}{:<10} memcg: {note}", tasks_column(&""), summary.placement.name)?;
+            writeln!(out, "{}{:<name_width$} memcg: {note}", tasks_column(&""), summary.placement.name)?;
         }
     }
     for m in report.measurements.iter().filter(|m| m.run.overran) {
         writeln!(
             out,
-            "{:<10} slice {}: OVERRAN, measured {:.2} s for {} asked (stopped or starved); not comparable",
+            "{:<name_width$} slice {}: OVERRAN, measured {:.2} s for {} asked (stopped or starved); not comparable",
             m.placement.name,
             m.round,
             m.run.elapsed_s(),

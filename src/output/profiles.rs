@@ -2,25 +2,34 @@
 
 use anyhow::{Result, anyhow};
 
-use crate::cgroup::knobs::writes_for;
+use crate::cgroup::knobs::{skipped_on, writes_for};
 use crate::cgroup::{self, VersionChoice};
 use crate::plan::profile;
 
 /// One line per shipped profile: name, depth, knobs per level, description.
 pub fn list() -> Result<()> {
-    out!("{:<10} {:>5}  {:<28} description", "name", "depth", "knobs");
+    out!("{:<12} {:>5}  {:<28} description", "name", "depth", "knobs");
     for (shipped, _) in profile::SHIPPED {
         let p = profile::load(shipped)?;
         let knobs: Vec<String> = p
             .levels
             .iter()
             .enumerate()
-            .flat_map(|(i, level)| level.iter().map(move |k| format!("L{}:{}={}", i + 1, k.name, k.value_text())))
+            .flat_map(|(i, level)| level.iter().map(move |k| format!("L{}:{}={}", i + 1, k.name, compact(k))))
             .collect();
         let knobs = if knobs.is_empty() { "-".to_string() } else { knobs.join(" ") };
-        out!("{:<10} {:>5}  {:<28} {}", p.name, p.levels.len(), knobs, p.description);
+        out!("{:<12} {:>5}  {:<28} {}", p.name, p.levels.len(), knobs, p.description);
     }
     Ok(())
+}
+
+/// A knob's value for the one-line listing: bytes, or the share it was given as.
+fn compact(knob: &crate::cgroup::knobs::Knob) -> String {
+    match knob.basis.as_deref().and_then(|basis| basis.split_once(' ')) {
+        Some((percent, rest)) if rest.contains("parent") => format!("{percent}-of-parent"),
+        Some((percent, _)) => format!("{percent}-of-RAM"),
+        None => knob.value_text(),
+    }
 }
 
 /// The directories and knob files `name` would become on this machine; creates nothing.
@@ -36,7 +45,14 @@ pub fn show(name: &str, version: VersionChoice) -> Result<()> {
         out!("{indent}{dir}/");
         let writes = writes_for(level, hierarchy.version).map_err(|e| anyhow!("{name}: level {}: {e}", index + 1))?;
         for write in writes {
-            out!("{indent}  {} = {}", write.file, write.value);
+            let basis = level.iter().find(|k| k.name == write.knob).and_then(|k| k.basis.as_ref());
+            match basis {
+                Some(basis) => out!("{indent}  {} = {}  ({} {basis})", write.file, write.value, write.knob),
+                None => out!("{indent}  {} = {}", write.file, write.value),
+            }
+        }
+        for knob in skipped_on(level, hierarchy.version) {
+            out!("{indent}  ({} = {} left unset: no cgroup {} equivalent)", knob.name, knob.describe(), hierarchy.version);
         }
     }
     Ok(())

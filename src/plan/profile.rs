@@ -11,6 +11,13 @@
 //! [[level]]                 # two levels below
 //! "memory.low" = "64M"
 //! ```
+//!
+//! Sizes may be relative, as published setups give them: `"90%"` (or `"90% of RAM"`) is that
+//! share of MemTotal; `"50% of parent"` is that share of the same knob one level up (which must
+//! set it). Both resolve to bytes, page-aligned down, when the
+//! profile is loaded, and the bytes are what is written and shown (with their basis).
+//! `skip_on_v1 = ["memory.min"]` lets knobs with no v1 equivalent go unset on v1 (said so)
+//! instead of refusing to build.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -31,6 +38,8 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("limited", include_str!("../../cgroup-profiles/limited.toml")),
     ("high", include_str!("../../cgroup-profiles/high.toml")),
     ("protected", include_str!("../../cgroup-profiles/protected.toml")),
+    ("protected-3", include_str!("../../cgroup-profiles/protected-3.toml")),
+    ("lkp-cgroup2", include_str!("../../cgroup-profiles/lkp-cgroup2.toml")),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -48,6 +57,8 @@ struct RawProfile {
     #[serde(default)]
     description: String,
     #[serde(default)]
+    skip_on_v1: Vec<String>,
+    #[serde(default)]
     level: Vec<BTreeMap<String, toml::Value>>,
 }
 
@@ -60,8 +71,49 @@ fn line_of(text: &str, needle: &str) -> usize {
     text.lines().position(|line| line.contains(needle)).map(|i| i + 1).unwrap_or(1)
 }
 
+/// This machine's RAM (MemTotal), the basis of percentages.
+fn ram_bytes() -> Result<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").map_err(|e| anyhow!("reading /proc/meminfo: {e}"))?;
+    meminfo
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))
+        .and_then(|rest| rest.trim().strip_suffix("kB"))
+        .and_then(|kib| kib.trim().parse::<u64>().ok())
+        .map(|kib| kib << 10)
+        .ok_or_else(|| anyhow!("/proc/meminfo has no MemTotal line; percentages in profiles need it"))
+}
+
+/// What a percentage is a share of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShareOf {
+    Ram,
+    Parent,
+}
+
+/// `"90%"`, `"90% of RAM"`, `"50% of parent"`: the percentage and its basis; None if the text
+/// is not a percentage at all.
+fn percentage(text: &str) -> Option<Result<(f64, ShareOf), String>> {
+    let (number, rest) = text.trim().split_once('%')?;
+    let of = match rest.trim().to_ascii_lowercase().as_str() {
+        "" | "of ram" => ShareOf::Ram,
+        "of parent" => ShareOf::Parent,
+        other => return Some(Err(format!("{other:?} after the %: write \"N%\", \"N% of RAM\" or \"N% of parent\""))),
+    };
+    Some(match number.trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 100.0 => Ok((p, of)),
+        _ => Err(format!("{number:?}% is not a percentage from above 0 to 100")),
+    })
+}
+
 /// Parses and validates one profile; `origin` names it in errors (a file path or a shipped name).
 pub fn parse(origin: &str, text: &str) -> Result<Profile> {
+    // RAM is read only when a value is relative: a plain profile needs nothing of the machine.
+    let ram = text.contains('%').then(ram_bytes).transpose()?.unwrap_or(0);
+    parse_with_ram(origin, text, ram)
+}
+
+/// `parse`, with percentages taken of `ram` bytes.
+fn parse_with_ram(origin: &str, text: &str, ram: u64) -> Result<Profile> {
     if text.len() > 1 << 20 {
         bail!("{origin}: profile is over 1 MiB; a profile is a few lines of TOML");
     }
@@ -90,7 +142,12 @@ pub fn parse(origin: &str, text: &str) -> Result<Profile> {
     if raw.level.is_empty() && name != "root" {
         bail!("{origin}: no [[level]]; a profile needs 1 to {MAX_DEPTH} levels below the base");
     }
-    let mut levels = Vec::new();
+    for name in &raw.skip_on_v1 {
+        if !KNOWN_KNOBS.contains(&name.as_str()) {
+            bail!("{origin}:{}: skip_on_v1 names {name:?}, not a knob; known: {}", line_of(text, "skip_on_v1"), KNOWN_KNOBS.join(", "));
+        }
+    }
+    let mut levels: Vec<Vec<Knob>> = Vec::new();
     for table in raw.level {
         let mut knobs = Vec::new();
         for (key, value) in table {
@@ -98,8 +155,28 @@ pub fn parse(origin: &str, text: &str) -> Result<Profile> {
             if !KNOWN_KNOBS.contains(&key.as_str()) {
                 bail!("{origin}:{line}: unknown knob {key:?}; known: {}", KNOWN_KNOBS.join(", "));
             }
+            let mut basis = None;
             let knob_value = match (&value, SIZE_KNOBS.contains(&key.as_str())) {
                 (toml::Value::String(s), true) if s.trim() == "max" => None,
+                (toml::Value::String(s), true) if percentage(s).is_some() => {
+                    let (percent, of) = percentage(s).expect("checked").map_err(|e| anyhow!("{origin}:{line}: {key}: {e}"))?;
+                    let (whole, said) = match of {
+                        ShareOf::Ram => (ram, format!("{percent}% of RAM")),
+                        // The same knob one level up; the base's own values are not read, so
+                        // a top level must say "of RAM".
+                        ShareOf::Parent => {
+                            match levels.last().and_then(|above| above.iter().find(|k| k.name == key)).and_then(|k| k.value) {
+                                Some(above) => (above, format!("{percent}% of the parent's {key}")),
+                                None => bail!(
+                                    "{origin}:{line}: {key} = {s:?}: the level above sets no {key} in bytes; give it one, or write \"{percent}%\" (of RAM)"
+                                ),
+                            }
+                        }
+                    };
+                    basis = Some(said);
+                    // Page-aligned down, as the kernel would round it anyway.
+                    Some(((whole as f64 * percent / 100.0) as u64) & !4095)
+                }
                 (toml::Value::String(s), true) => Some(
                     parse_size(&key, s).map_err(|e| anyhow!("{origin}:{line}: {e}; use bytes, K/M/G or \"max\""))?,
                 ),
@@ -110,7 +187,8 @@ pub fn parse(origin: &str, text: &str) -> Result<Profile> {
             if key == "memory.oom.group" && knob_value.is_some_and(|v| v > 1) {
                 bail!("{origin}:{line}: {key} must be 0 or 1");
             }
-            knobs.push(Knob { name: key, value: knob_value });
+            let optional_on_v1 = raw.skip_on_v1.contains(&key);
+            knobs.push(Knob { name: key, value: knob_value, basis, optional_on_v1 });
         }
         levels.push(knobs);
     }
@@ -168,9 +246,9 @@ mod tests {
         assert_eq!(
             p.levels[0],
             vec![
-                Knob { name: "memory.high".into(), value: None },
-                Knob { name: "memory.low".into(), value: Some(4096) },
-                Knob { name: "memory.max".into(), value: Some(65536) },
+                Knob { name: "memory.high".into(), value: None, ..Knob::default() },
+                Knob { name: "memory.low".into(), value: Some(4096), ..Knob::default() },
+                Knob { name: "memory.max".into(), value: Some(65536), ..Knob::default() },
             ]
         );
     }
@@ -197,6 +275,43 @@ mod tests {
         let deep = format!("name = \"deep\"\n{}", "[[level]]\n".repeat(65));
         assert!(parse("t.toml", &deep).unwrap_err().to_string().contains("at most 64"));
         assert!(parse("t.toml", &" ".repeat(2 << 20)).unwrap_err().to_string().contains("over 1 MiB"));
+    }
+
+    #[test]
+    fn percentages_of_ram_and_of_the_parent_resolve_to_page_aligned_bytes() {
+        let ram = 24 << 30;
+        let text = "name = \"t\"\n[[level]]\n\"memory.high\" = \"90%\"\n\"memory.low\" = \"50% of RAM\"\n\
+                    [[level]]\n\"memory.low\" = \"25% of parent\"\n[[level]]\n\"memory.low\" = \"12.5% of parent\"\n";
+        let p = parse_with_ram("t", text, ram).unwrap();
+        let knob = |level: usize, name: &str| p.levels[level].iter().find(|k| k.name == name).unwrap().clone();
+        assert_eq!(knob(0, "memory.high").value, Some((ram as f64 * 0.9) as u64 & !4095));
+        assert_eq!(knob(0, "memory.high").basis.as_deref(), Some("90% of RAM"));
+        assert_eq!(knob(0, "memory.low").value, Some(12 << 30));
+        assert_eq!(knob(1, "memory.low").value, Some(3 << 30));
+        assert_eq!(knob(1, "memory.low").describe(), format!("{} (25% of the parent's memory.low)", 3u64 << 30));
+        assert_eq!(knob(2, "memory.low").value, Some(384 << 20));
+        let cases = [
+            ("[[level]]\n\"memory.low\" = \"50% of parent\"\n", "t.toml:3: memory.low = \"50% of parent\": the level above sets no memory.low"),
+            ("[[level]]\n\"memory.max\" = \"1G\"\n[[level]]\n\"memory.low\" = \"5% of parent\"\n", "t.toml:5: memory.low"),
+            ("[[level]]\n\"memory.low\" = \"0%\"\n", "t.toml:3: memory.low: \"0\"% is not a percentage"),
+            ("[[level]]\n\"memory.low\" = \"101%\"\n", "t.toml:3: memory.low: \"101\"%"),
+            ("[[level]]\n\"memory.low\" = \"x%\"\n", "t.toml:3: memory.low: \"x\"%"),
+            ("[[level]]\n\"memory.low\" = \"-5%\"\n", "t.toml:3: memory.low: \"-5\"%"),
+            ("[[level]]\n\"memory.low\" = \"50% of disk\"\n", "t.toml:3: memory.low: \"of disk\" after the %"),
+        ];
+        for (levels, expected) in cases {
+            let err = format!("{:#}", parse_with_ram("t.toml", &format!("name = \"t\"\n{levels}"), ram).unwrap_err());
+            assert!(err.starts_with(expected), "{levels:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn skip_on_v1_marks_only_the_knobs_it_names() {
+        let p = parse("t", "name = \"t\"\nskip_on_v1 = [\"memory.min\"]\n[[level]]\n\"memory.min\" = \"1M\"\n\"memory.high\" = \"2M\"\n").unwrap();
+        let optional: Vec<(&str, bool)> = p.levels[0].iter().map(|k| (k.name.as_str(), k.optional_on_v1)).collect();
+        assert_eq!(optional, [("memory.high", false), ("memory.min", true)]);
+        let err = parse("t", "name = \"t\"\nskip_on_v1 = [\"memory.mni\"]\n[[level]]\n").unwrap_err().to_string();
+        assert!(err.contains("t:2: skip_on_v1 names \"memory.mni\""), "{err}");
     }
 
     #[test]

@@ -10,6 +10,8 @@ use crate::run::Notice;
 pub enum Warning {
     /// v2: memory was added to the base's cgroup.subtree_control for the run.
     MemoryEnabled { control: PathBuf },
+    /// A profile knob with no equivalent on this cgroup version, left unset as the profile allows.
+    KnobUnset { placement: String, level: usize, knob: String, value: String, version: String },
     /// Another faultscale harness runs on the machine: CPUs are shared.
     OtherRun { pid: u32 },
     /// The baseline's memcg_pgfault counts every process in the base, not only the workers.
@@ -40,6 +42,10 @@ impl fmt::Display for Warning {
             Warning::MemoryEnabled { control } => {
                 write!(f, "enabled memory in {} for this run; it is disabled again at exit", control.display())
             }
+            Warning::KnobUnset { placement, level, knob, value, version } => write!(
+                f,
+                "{placement}: {knob} = {value} on level {level} left unset: cgroup {version} has no equivalent (the profile allows it); this is not the published setup"
+            ),
             Warning::OtherRun { pid } => write!(
                 f,
                 "another faultscale run (pid {pid}) is running on this machine: CPUs are shared and both measurements are disturbed"
