@@ -14,13 +14,7 @@ fn reclaim_under_a_limit_is_counted_and_said() {
     // Page cache reclaims only where it is backed by a disk: on tmpfs, without swap, the limit
     // ends in an OOM kill instead (faultscale says so; it is not what this test is about), and
     // user-mode-linux's hostfs is too slow to finish one 32M iteration in a slice.
-    let unsuitable = |dir: &Path| {
-        nix::sys::statfs::statfs(dir)
-            .map(|s| [0x0102_1994, 0x00C0_FFEE].contains(&s.filesystem_type().0))
-            .unwrap_or(true)
-    };
-    let Some(parent) = [std::env::temp_dir(), "/var/tmp".into()].into_iter().find(|d| d.is_dir() && !unsuitable(d))
-    else {
+    let Some(parent) = disk_backed_parent() else {
         eprintln!("skipped: no disk-backed temporary directory here (tmpfs needs swap to reclaim; hostfs is too slow)");
         return;
     };
@@ -72,6 +66,67 @@ fn reclaim_under_a_limit_is_counted_and_said() {
     for fact in ["topology", "numa_balancing", "mitigations", "swap", "lru_gen", "overcommit_memory"] {
         assert!(machine[fact].is_string(), "{fact} missing: {machine}");
     }
+}
+
+/// A directory on a disk file system for page cache that must reclaim without swap, or None
+/// (tmpfs is swap-backed; user-mode-linux's hostfs is too slow for a slice).
+fn disk_backed_parent() -> Option<std::path::PathBuf> {
+    let unsuitable = |dir: &Path| {
+        nix::sys::statfs::statfs(dir)
+            .map(|s| [0x0102_1994, 0x00C0_FFEE].contains(&s.filesystem_type().0))
+            .unwrap_or(true)
+    };
+    [std::env::temp_dir(), "/var/tmp".into()].into_iter().find(|d| d.is_dir() && !unsuitable(d))
+}
+
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn file_backed_usemem_four_times_the_limit_reclaims_instead_of_oom() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let Some(parent) = disk_backed_parent() else {
+        eprintln!("skipped: no disk-backed temporary directory here (tmpfs needs swap to reclaim; hostfs is too slow)");
+        return;
+    };
+    let dir = tempfile::tempdir_in(parent).unwrap();
+    let csv = dir.path().join("C.csv");
+    // limited is 16M: 64M per worker is 4x the limit, as seed 003 ran usemem -m 400 on 256 MB.
+    let (_, output) = run_clean(
+        &base,
+        &[
+            "--base",
+            BASE,
+            "--cgroup",
+            "limited",
+            "--no-baseline",
+            "--workload",
+            "usemem-file",
+            "--size",
+            "64M",
+            "--duration",
+            "2",
+            "--tmpdir",
+            dir.path().to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("OOM") && !stderr.contains("FAILED"), "{stderr}");
+    let rows = read_csv(&csv);
+    assert_eq!(rows.len(), 2, "one row per slice, none failed: {rows:?}");
+    for row in &rows {
+        assert_eq!(row["unit"], "pages");
+        // More pages read than the limit holds: every slice went past 16M (4096 pages).
+        assert!(number(row, "faults") > 4096.0, "{row:?}");
+        let count = |column: &str| -> f64 { row[column].parse().unwrap_or(0.0) };
+        let reclaim = count("pgscan") + count("pgsteal") + count("events_max");
+        assert!(reclaim > 0.0, "no reclaim counted under the limit: {row:?}");
+        assert!(count("kernel_faults") > 0.0, "{row:?}");
+    }
+    let left: Vec<_> = files_in(dir.path()).into_iter().filter(|name| name != "C.csv").collect();
+    assert!(left.is_empty(), "the workers' files are gone: {left:?}");
 }
 
 #[test]

@@ -59,7 +59,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             None => path.to_string(),
         }
     };
-    let name_width = report.plan.placements.iter().map(|p| p.name.len()).max().unwrap_or(9).max(9);
+    let name_width = report.plan.placements.iter().map(|p| p.name.len()).max().unwrap_or(10).max(10);
     let path_width = report.measurements.iter().map(|m| shown(&m.leaf.cgroup_path).len()).max().unwrap_or(6).max(6);
     for knob in &report.knobs {
         let rounded = if knob.read_back != knob.written {

@@ -14,6 +14,7 @@ mod mmap_file;
 mod page_fault;
 mod tlb_flush;
 mod usemem;
+mod usemem_file;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
@@ -32,6 +33,8 @@ pub enum WorkloadKind {
     MmapFile,
     /// allocate and touch --size bytes per iteration, like usemem -m; drives reclaim under a limit
     Usemem,
+    /// usemem -f: map a sparse per-worker file of --size shared, read a word per page; counted per page. Above a limit the clean page cache is reclaimed through rmap, no swap needed
+    UsememFile,
     /// fork a child that writes every page of --size inherited memory and exits (anon_vma, COW)
     Fork,
     /// will-it-scale page_fault1: 128 MiB private anonymous per iteration, counted per page
@@ -68,6 +71,7 @@ impl WorkloadKind {
             WorkloadKind::FileShared => "file-shared",
             WorkloadKind::MmapFile => "mmap-file",
             WorkloadKind::Usemem => "usemem",
+            WorkloadKind::UsememFile => "usemem-file",
             WorkloadKind::Fork => "fork",
             WorkloadKind::PageFault1 => "page_fault1",
             WorkloadKind::PageFault2 => "page_fault2",
@@ -85,6 +89,7 @@ impl WorkloadKind {
             WorkloadKind::FilePrivate
                 | WorkloadKind::FileShared
                 | WorkloadKind::MmapFile
+                | WorkloadKind::UsememFile
                 | WorkloadKind::PageFault2
                 | WorkloadKind::PageFault3
                 | WorkloadKind::Fallocate1
@@ -159,6 +164,8 @@ pub const SHARED_FILE: &str = "shared";
 pub enum Unit {
     Faults,
     Loops,
+    /// Pages touched, where one fault may map several (fault-around).
+    Pages,
     /// One system call or page operation that is not a fault (fallocate, tlb_flush2's pages).
     #[serde(rename = "ops")]
     Operations,
@@ -170,6 +177,7 @@ impl Unit {
         match self {
             Unit::Faults => "fault",
             Unit::Loops => "loop",
+            Unit::Pages => "page",
             Unit::Operations => "op",
         }
     }
@@ -178,6 +186,7 @@ impl Unit {
         match self {
             Unit::Faults => "faults",
             Unit::Loops => "loops",
+            Unit::Pages => "pages",
             Unit::Operations => "ops",
         }
     }
@@ -213,6 +222,7 @@ pub fn create(settings: &WorkloadSettings, worker_index: usize) -> Box<dyn Workl
         WorkloadKind::FileShared => Box::new(file_chunk::FileChunk::shared(settings, worker_index)),
         WorkloadKind::MmapFile => Box::new(mmap_file::MmapFile::new(settings)),
         WorkloadKind::Usemem => Box::new(usemem::Usemem::new(settings)),
+        WorkloadKind::UsememFile => Box::new(usemem_file::UsememFile::new(settings, worker_index)),
         WorkloadKind::Fork => Box::new(fork::Fork::new(settings)),
         WorkloadKind::PageFault1 => {
             Box::new(page_fault::PageFault::new(settings, worker_index, page_fault::Variant::Anonymous))

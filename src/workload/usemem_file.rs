@@ -1,0 +1,70 @@
+//! `usemem-file`: usemem's file-backed mode (vm-scalability's `usemem -f FILE --readonly`):
+//! map a per-worker file of --size bytes shared, read one word per page, unmap, repeat. The
+//! file is sparse, so every page read is page cache the fault allocates and charges to the
+//! worker's memcg without disk I/O; with --size above a placement's limit the memcg reclaims
+//! those clean pages, unmapping them through rmap (try_to_unmap) while the mapping still holds
+//! them: the shape of the 2004 rmap thread's `usemem -m 400` on a 256 MB machine, with no
+//! swap needed. On tmpfs the pages are swap-backed and cannot be reclaimed without swap: use a
+//! disk file system for --tmpdir.
+//!
+//! Counted per page read (the unit `pages`): fault-around may map several cached pages in one
+//! fault, so the kernel's fault count, beside it, is lower where pages survive an iteration.
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{Shape, Unit, Workload, WorkloadSettings, fresh_file, map};
+
+pub struct UsememFile {
+    path: std::path::PathBuf,
+    bytes: usize,
+    page_size: usize,
+    file: Option<std::fs::File>,
+}
+
+impl UsememFile {
+    pub fn new(settings: &WorkloadSettings, worker_index: usize) -> Self {
+        let dir = settings.files_dir.clone().unwrap_or_default();
+        UsememFile {
+            path: dir.join(format!("usemem-{worker_index}")),
+            bytes: settings.size_bytes as usize,
+            page_size: settings.page_size as usize,
+            file: None,
+        }
+    }
+}
+
+impl Workload for UsememFile {
+    fn shape(&self) -> Shape {
+        Shape { unit: Unit::Pages, per_iteration: 1, exact: false }
+    }
+
+    fn prepare(&mut self) -> Result<(), String> {
+        self.file = Some(fresh_file(&self.path, self.bytes as u64)?);
+        Ok(())
+    }
+
+    fn run(&mut self, pages: &AtomicU64) -> String {
+        let fd = match &self.file {
+            Some(file) => file.as_raw_fd(),
+            None => return "usemem-file: not prepared".into(),
+        };
+        let mut counted: u64 = 0;
+        loop {
+            let start = match map(self.bytes, libc::PROT_READ, libc::MAP_SHARED, fd) {
+                Ok(start) => start,
+                Err(e) => return e,
+            };
+            let mut offset = 0;
+            while offset < self.bytes {
+                // SAFETY: within the mapping just made; a read, as usemem --readonly reads.
+                unsafe { std::ptr::read_volatile(start.add(offset) as *const u64) };
+                counted += 1;
+                pages.store(counted, Ordering::Relaxed);
+                offset += self.page_size;
+            }
+            // SAFETY: the mapping made above, with its length.
+            unsafe { libc::munmap(start as *mut libc::c_void, self.bytes) };
+        }
+    }
+}
