@@ -103,6 +103,13 @@ pub struct RunArgs {
     #[arg(long, default_value = "10", value_name = "SECS", allow_hyphen_values = true)]
     pub duration: String,
 
+    /// Fixed work instead of fixed time: every worker does N iterations of its loop (pages for
+    /// the per-page workloads), and each slice is timed from the first start to the last
+    /// finish, with the workers' system time beside it, as the 2011 i_mmap thread timed
+    /// `mmap-file 48 50000`. --slices counts whole runs [default: 3]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, conflicts_with_all = ["duration", "warmup"])]
+    pub iterations: Option<String>,
+
     /// Slices the --duration is split into [default: one per second, 1 to 10]
     #[arg(long, default_value = "auto", value_name = "N|auto", allow_hyphen_values = true)]
     pub slices: String,

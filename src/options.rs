@@ -77,8 +77,17 @@ impl RunOptions {
             );
         }
 
+        let iterations = args
+            .iterations
+            .as_deref()
+            .map(|text| {
+                text.trim().parse::<u64>().ok().filter(|n| (1..=1_000_000_000_000).contains(n)).ok_or_else(|| {
+                    anyhow!("--iterations {text:?}: give a whole number of iterations per worker from 1 to 10^12")
+                })
+            })
+            .transpose()?;
         let duration = parse_seconds("--duration", &args.duration, false)?;
-        if duration < MIN_DURATION {
+        if iterations.is_none() && duration < MIN_DURATION {
             bail!(
                 "--duration {}: at least {} s; a shorter slice measures the start and stop signals, not the loop",
                 args.duration.trim(),
@@ -87,13 +96,15 @@ impl RunOptions {
         }
         let slices =
             match args.slices.trim() {
+                // Fixed work: three whole runs, the fewest that give an interval.
+                "auto" if iterations.is_some() => 3,
                 // About one slice per second: enough for an interval, each long enough to be steady.
                 "auto" => (duration.as_secs_f64().floor() as u32).clamp(1, 10),
                 text => text.parse::<u32>().ok().filter(|n| (1..=1000).contains(n)).ok_or_else(|| {
                     anyhow!("--slices {text:?}: give a whole number of slices from 1 to 1000, or auto")
                 })?,
             };
-        if duration / slices < MIN_DURATION {
+        if iterations.is_none() && duration / slices < MIN_DURATION {
             bail!(
                 "--slices {slices}: slices of {:.3} s are shorter than {} s; fewer slices or a longer --duration",
                 (duration / slices).as_secs_f64(),
@@ -180,7 +191,8 @@ impl RunOptions {
             duration,
             slices,
             repeat,
-            warmup: parse_seconds("--warmup", &args.warmup, true)?,
+            // Fixed work is timed whole, as `time` times a run: nothing is discarded.
+            warmup: if iterations.is_some() { Duration::ZERO } else { parse_seconds("--warmup", &args.warmup, true)? },
             interval,
             cpus,
             task_counts,
@@ -196,6 +208,7 @@ impl RunOptions {
             page_size,
             profile: args.profile || args.profile_dir.is_some(),
             profile_dir,
+            iterations,
         };
         Ok(RunOptions {
             plan,

@@ -59,7 +59,8 @@ const MACHINE_FACTS: [&str; 8] =
 
 /// Settings that change what a row measures: rows that differ in one are not comparable.
 /// (Workload, mode, tasks and placement are in the row's key already.)
-pub const SETTINGS: [&str; 6] = ["chunk_bytes", "size_bytes", "thp_mode", "tmpdir_fs", "kernel_count_source", "knobs"];
+pub const SETTINGS: [&str; 7] =
+    ["chunk_bytes", "size_bytes", "thp_mode", "tmpdir_fs", "kernel_count_source", "knobs", "iterations_per_task"];
 
 pub fn key(workload: &str, mode: &str, tasks: u64, placement: &str) -> Key {
     Key { workload: workload.into(), mode: mode.into(), tasks, placement: (!is_baseline(placement), placement.into()) }

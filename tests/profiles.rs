@@ -131,7 +131,9 @@ fn published_setups_build_with_shares_of_ram_and_say_what_v1_cannot_set() {
     assert!(output.status.success(), "{stderr}");
     let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let share = |percent: f64| ((ram_bytes() as f64 * percent / 100.0) as u64 & !4095).to_string();
-    let half = |percent: f64| ((((ram_bytes() as f64 * percent / 100.0) as u64 & !4095) as f64 * 0.5) as u64 & !4095).to_string();
+    let half = |percent: f64| {
+        ((((ram_bytes() as f64 * percent / 100.0) as u64 & !4095) as f64 * 0.5) as u64 & !4095).to_string()
+    };
     let knobs: Vec<(String, String, String, String)> = document["knobs"]
         .as_array()
         .unwrap()

@@ -184,7 +184,18 @@ fn will_it_scale_fallocate_and_tlb_flush_count_operations() {
         let csv = tmp.path().join(format!("{workload}.csv"));
         let (_, output) = run_clean(
             &base,
-            &["--base", BASE, "--cgroup", "child", "--duration", "1", "--workload", workload, "--csv", csv.to_str().unwrap()],
+            &[
+                "--base",
+                BASE,
+                "--cgroup",
+                "child",
+                "--duration",
+                "1",
+                "--workload",
+                workload,
+                "--csv",
+                csv.to_str().unwrap(),
+            ],
         );
         let context = format!("{workload}: {}", text(&output.stderr));
         assert!(output.status.success(), "{context}");
@@ -202,5 +213,118 @@ fn will_it_scale_fallocate_and_tlb_flush_count_operations() {
                 assert!(kernel < 0.01 * ops, "{context}: {kernel} faults in {ops} fallocates");
             }
         }
+    }
+}
+
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn fixed_work_runs_exactly_n_iterations_and_reports_elapsed_and_sys_per_task_count() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let tmp = tempfile::tempdir().unwrap();
+    let (csv, json) = (tmp.path().join("fixed.csv"), tmp.path().join("fixed.json"));
+    let (_, output) = run_clean(
+        &base,
+        &[
+            "--base",
+            BASE,
+            "--cgroup",
+            "child",
+            "--workload",
+            "mmap-file",
+            "--tasks",
+            "1,2",
+            "--iterations",
+            "20000",
+            "--tmpdir",
+            tmp.path().to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    let rows = read_csv(&csv);
+    // Three whole runs per placement and task count by default.
+    assert_eq!(rows.len(), 2 * 2 * 3, "{rows:?}");
+    for row in &rows {
+        // Fixed work is exact: every task stops at its count, not about there.
+        assert_eq!(number(row, "faults"), 20000.0 * number(row, "tasks"), "{row:?}");
+        assert_eq!(row["iterations_per_task"], "20000");
+        assert!(number(row, "duration_s") > 0.0 && number(row, "sys_s") + number(row, "user_s") > 0.0, "{row:?}");
+        let rate = number(row, "faults") / number(row, "duration_s");
+        // duration_s is rounded to the microsecond in the CSV.
+        assert!((rate - number(row, "faults_per_sec")).abs() <= 1e-3 * rate, "{row:?}");
+    }
+    assert!(stdout.contains("20,000 iterations per task"), "{stdout}");
+    let table: Vec<&str> =
+        stdout.lines().skip_while(|l| !l.starts_with("fixed work, 20,000 iterations per task")).collect();
+    assert!(table.len() >= 6, "{stdout}");
+    let columns: Vec<&str> = table[1].split_whitespace().collect();
+    assert_eq!(columns, ["tasks", "1", "2"], "{stdout}");
+    assert!(table[2].starts_with("base") && table[2].contains(" real ") && table[3].contains(" sys "), "{stdout}");
+    assert!(table[4].starts_with("child") && table[4].contains(" real "), "{stdout}");
+    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(document["settings"]["iterations_per_task"], 20000);
+    for summary in document["summaries"].as_array().unwrap() {
+        let fixed = &summary["fixed_work"];
+        assert_eq!(fixed["elapsed_s"]["n"], 3, "{summary}");
+        assert!(fixed["elapsed_s"]["mean"].as_f64().unwrap() > 0.0, "{summary}");
+        assert!(fixed["sys_s"]["mean"].as_f64().is_some(), "{summary}");
+        // LKP's name beside ours: the mean rate per task.
+        let per_task = summary["faults_per_sec"]["mean"].as_f64().unwrap() / summary["tasks"].as_f64().unwrap();
+        assert!((summary["per_process_ops"].as_f64().unwrap() - per_task).abs() < 1e-6 * per_task, "{summary}");
+    }
+}
+
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn fixed_work_counted_per_page_stops_at_the_page() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("pages.csv");
+    // 5,000 pages is not a whole number of page_fault1's 32,768-page mappings.
+    let (_, output) = run_clean(
+        &base,
+        &[
+            "--base",
+            BASE,
+            "--no-baseline",
+            "--cgroup",
+            "child",
+            "--workload",
+            "page_fault1",
+            "--tasks",
+            "1",
+            "--iterations",
+            "5000",
+            "--slices",
+            "2",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    for row in read_csv(&csv) {
+        assert_eq!(number(&row, "faults"), 5000.0, "{row:?}");
+        let kernel = number(&row, "kernel_faults");
+        assert!((kernel - 5000.0).abs() <= 50.0, "the kernel saw {kernel} faults for 5000 pages");
+    }
+}
+
+#[test]
+fn fixed_work_rejects_a_duration_and_bad_counts_before_anything_runs() {
+    for (args, expected) in [
+        (&["--iterations", "100", "--duration", "2"][..], "cannot be used with"),
+        (&["--iterations", "0"][..], "--iterations \"0\""),
+        (&["--iterations", "many"][..], "--iterations \"many\""),
+    ] {
+        let output = std::process::Command::new(binary()).args(["--base", BASE]).args(args).output().unwrap();
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
 }

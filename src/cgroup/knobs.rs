@@ -123,7 +123,8 @@ mod tests {
             ]
         );
         for no_v1 in ["memory.high", "memory.min", "memory.oom.group"] {
-            let err = writes_for(&[Knob { name: no_v1.into(), value: Some(1), ..Knob::default() }], Version::V1).unwrap_err();
+            let err =
+                writes_for(&[Knob { name: no_v1.into(), value: Some(1), ..Knob::default() }], Version::V1).unwrap_err();
             assert!(err.to_string().contains("no cgroup v1 equivalent"), "{no_v1}");
         }
         let huge = [

@@ -78,6 +78,9 @@ pub struct Row<'a> {
     pub tmpdir_fs: &'a str,
     /// The knobs written for this placement, `levelN:file=value`, space-separated.
     pub knobs: String,
+    /// --iterations: the fixed work each task did; the row's duration_s is then the run's
+    /// elapsed time (first start to last finish). Empty for timed runs.
+    pub iterations_per_task: Option<u64>,
 }
 
 /// Rounds to 6 significant decimals so cells stay readable without losing measured precision.
@@ -174,6 +177,7 @@ fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'static st
         thp_mode: report.plan.thp.name(),
         tmpdir_fs: report.files_fs.as_deref().unwrap_or(""),
         knobs: knobs_of(report, m),
+        iterations_per_task: report.plan.iterations,
     }
 }
 

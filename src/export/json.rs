@@ -39,9 +39,11 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
         "environment": report.env,
         "settings": {
             "placements": plan.placements.iter().map(|p| &p.name).collect::<Vec<_>>(),
-            "duration_s": plan.duration.as_secs_f64(),
+            // Fixed work (--iterations) has no duration: each slice is one whole run.
+            "duration_s": plan.iterations.is_none().then_some(plan.duration.as_secs_f64()),
+            "iterations_per_task": plan.iterations,
             "slices": plan.slices,
-            "slice_s": plan.slice_duration().as_secs_f64(),
+            "slice_s": plan.iterations.is_none().then_some(plan.slice_duration().as_secs_f64()),
             "warmup_s": plan.warmup.as_secs_f64(),
             "interval_s": plan.interval.as_secs_f64(),
             "repeat": plan.repeat,

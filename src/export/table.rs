@@ -26,7 +26,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     };
     writeln!(
         out,
-        "faultscale: {}, {workers}{} on CPUs {}, cgroup {} (memory, {} layout), {} per placement in {} interleaved slice{}{}",
+        "faultscale: {}, {workers}{} on CPUs {}, cgroup {} (memory, {} layout), {} in {} interleaved {}{}{}",
         plan.workload.name(),
         if plan.mode == Mode::Thread { " (threads of one process)" } else { "" },
         env.cpus,
@@ -36,8 +36,12 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             crate::cgroup::Layout::V1 => "v1",
             crate::cgroup::Layout::Hybrid => "hybrid",
         },
-        seconds(plan.duration),
+        match plan.iterations {
+            Some(iterations) => format!("{} iterations per task", thousands(iterations as f64)),
+            None => format!("{} per placement", seconds(plan.duration)),
+        },
         plan.slices,
+        if plan.iterations.is_some() { "run" } else { "slice" },
         if plan.slices == 1 { "" } else { "s" },
         if repeat > 1 { format!(", {repeat} times") } else { String::new() }
     )?;
@@ -164,6 +168,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     if sweep {
         scaling(out, &summaries)?;
     }
+    fixed_work(out, &summaries)?;
     for summary in &summaries {
         perf_stat_block(out, report, summary.placement, summary.tasks)?;
     }
@@ -237,6 +242,63 @@ fn scaling(out: &mut dyn Write, summaries: &[PlacementSummary]) -> Result<()> {
             s.user_s,
             s.sys_s
         )?;
+    }
+    Ok(())
+}
+
+/// --iterations, in the shape of the 2011 i_mmap table: per placement a `real` and a `sys`
+/// line, one column per task count, each the mean over the runs with its 95% interval.
+fn fixed_work(out: &mut dyn Write, summaries: &[PlacementSummary]) -> Result<()> {
+    let Some(first) = summaries.iter().find_map(|s| s.fixed_work) else { return Ok(()) };
+    let mut counts: Vec<usize> = Vec::new();
+    for s in summaries {
+        if !counts.contains(&s.tasks) {
+            counts.push(s.tasks);
+        }
+    }
+    writeln!(
+        out,
+        "\nfixed work, {} iterations per task: real = seconds from the first start to the last finish, sys = the tasks' system seconds; mean of {} run{} (+- 95% CI):",
+        thousands(first.iterations_per_task as f64),
+        first.elapsed_s.n,
+        if first.elapsed_s.n == 1 { "" } else { "s" }
+    )?;
+    let name_width = summaries.iter().map(|s| s.placement.name.len()).max().unwrap_or(10).max(10);
+    let cell = |value: Option<crate::report::MeanInterval>| match value {
+        Some(v) => match v.half_width {
+            Some(half) => format!("{:.3} +- {:.3}", v.mean, half),
+            None => format!("{:.3}", v.mean),
+        },
+        None => "-".into(),
+    };
+    write!(out, "{:<name_width$}      ", "tasks")?;
+    for tasks in &counts {
+        write!(out, " {tasks:>18}")?;
+    }
+    writeln!(out)?;
+    let mut placements: Vec<&Placement> = Vec::new();
+    for s in summaries {
+        if !placements.contains(&s.placement) {
+            placements.push(s.placement);
+        }
+    }
+    for placement in placements {
+        for (label, get) in [
+            ("real", (|f: &crate::report::FixedWork| f.elapsed_s) as fn(&crate::report::FixedWork) -> _),
+            ("sys", |f: &crate::report::FixedWork| f.sys_s),
+        ] {
+            let name = if label == "real" { placement.name.as_str() } else { "" };
+            write!(out, "{name:<name_width$} {label:<5}")?;
+            for tasks in &counts {
+                let value = summaries
+                    .iter()
+                    .find(|s| s.placement == placement && s.tasks == *tasks)
+                    .and_then(|s| s.fixed_work)
+                    .map(|f| get(&f));
+                write!(out, " {:>18}", cell(value))?;
+            }
+            writeln!(out)?;
+        }
     }
     Ok(())
 }

@@ -52,7 +52,12 @@ pub fn show(name: &str, version: VersionChoice) -> Result<()> {
             }
         }
         for knob in skipped_on(level, hierarchy.version) {
-            out!("{indent}  ({} = {} left unset: no cgroup {} equivalent)", knob.name, knob.describe(), hierarchy.version);
+            out!(
+                "{indent}  ({} = {} left unset: no cgroup {} equivalent)",
+                knob.name,
+                knob.describe(),
+                hierarchy.version
+            );
         }
     }
     Ok(())

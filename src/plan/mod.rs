@@ -125,6 +125,9 @@ pub struct Plan {
     pub profile: bool,
     /// --profile-dir: where folded stacks and flame graphs go.
     pub profile_dir: Option<PathBuf>,
+    /// --iterations: fixed work per worker instead of a fixed time; each slice is then one
+    /// complete run timed from the first worker's start to the last one's finish.
+    pub iterations: Option<u64>,
 }
 
 impl Plan {
@@ -157,6 +160,7 @@ impl Plan {
             page_size: self.page_size,
             thp: self.thp,
             files_dir,
+            fixed_iterations: self.iterations,
         }
     }
 }

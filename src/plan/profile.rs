@@ -144,7 +144,11 @@ fn parse_with_ram(origin: &str, text: &str, ram: u64) -> Result<Profile> {
     }
     for name in &raw.skip_on_v1 {
         if !KNOWN_KNOBS.contains(&name.as_str()) {
-            bail!("{origin}:{}: skip_on_v1 names {name:?}, not a knob; known: {}", line_of(text, "skip_on_v1"), KNOWN_KNOBS.join(", "));
+            bail!(
+                "{origin}:{}: skip_on_v1 names {name:?}, not a knob; known: {}",
+                line_of(text, "skip_on_v1"),
+                KNOWN_KNOBS.join(", ")
+            );
         }
     }
     let mut levels: Vec<Vec<Knob>> = Vec::new();
@@ -159,13 +163,18 @@ fn parse_with_ram(origin: &str, text: &str, ram: u64) -> Result<Profile> {
             let knob_value = match (&value, SIZE_KNOBS.contains(&key.as_str())) {
                 (toml::Value::String(s), true) if s.trim() == "max" => None,
                 (toml::Value::String(s), true) if percentage(s).is_some() => {
-                    let (percent, of) = percentage(s).expect("checked").map_err(|e| anyhow!("{origin}:{line}: {key}: {e}"))?;
+                    let (percent, of) =
+                        percentage(s).expect("checked").map_err(|e| anyhow!("{origin}:{line}: {key}: {e}"))?;
                     let (whole, said) = match of {
                         ShareOf::Ram => (ram, format!("{percent}% of RAM")),
                         // The same knob one level up; the base's own values are not read, so
                         // a top level must say "of RAM".
                         ShareOf::Parent => {
-                            match levels.last().and_then(|above| above.iter().find(|k| k.name == key)).and_then(|k| k.value) {
+                            match levels
+                                .last()
+                                .and_then(|above| above.iter().find(|k| k.name == key))
+                                .and_then(|k| k.value)
+                            {
                                 Some(above) => (above, format!("{percent}% of the parent's {key}")),
                                 None => bail!(
                                     "{origin}:{line}: {key} = {s:?}: the level above sets no {key} in bytes; give it one, or write \"{percent}%\" (of RAM)"
@@ -291,8 +300,14 @@ mod tests {
         assert_eq!(knob(1, "memory.low").describe(), format!("{} (25% of the parent's memory.low)", 3u64 << 30));
         assert_eq!(knob(2, "memory.low").value, Some(384 << 20));
         let cases = [
-            ("[[level]]\n\"memory.low\" = \"50% of parent\"\n", "t.toml:3: memory.low = \"50% of parent\": the level above sets no memory.low"),
-            ("[[level]]\n\"memory.max\" = \"1G\"\n[[level]]\n\"memory.low\" = \"5% of parent\"\n", "t.toml:5: memory.low"),
+            (
+                "[[level]]\n\"memory.low\" = \"50% of parent\"\n",
+                "t.toml:3: memory.low = \"50% of parent\": the level above sets no memory.low",
+            ),
+            (
+                "[[level]]\n\"memory.max\" = \"1G\"\n[[level]]\n\"memory.low\" = \"5% of parent\"\n",
+                "t.toml:5: memory.low",
+            ),
             ("[[level]]\n\"memory.low\" = \"0%\"\n", "t.toml:3: memory.low: \"0\"% is not a percentage"),
             ("[[level]]\n\"memory.low\" = \"101%\"\n", "t.toml:3: memory.low: \"101\"%"),
             ("[[level]]\n\"memory.low\" = \"x%\"\n", "t.toml:3: memory.low: \"x\"%"),

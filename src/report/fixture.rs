@@ -30,6 +30,7 @@ pub fn test_plan() -> Plan {
         page_size: 4096,
         profile: false,
         profile_dir: None,
+        iterations: None,
     }
 }
 

@@ -6,6 +6,8 @@ pub mod environment;
 pub mod fixture;
 pub mod warnings;
 
+use std::collections::BTreeMap;
+
 use crate::cgroup::Leaf;
 use crate::cgroup::tree::AppliedKnob;
 use crate::measure::stacks::{MEMCG_FAMILY_VERSION, ProfileCounts, is_memcg};
@@ -239,7 +241,21 @@ impl Report {
                         .collect();
                     runs.iter().sum::<f64>() / runs.len() as f64
                 };
+                let fixed_work = self.plan.iterations.and_then(|iterations| {
+                    let elapsed: Vec<f64> = self.of(placement, tasks).map(|m| m.run.elapsed_s()).collect();
+                    let sys: Vec<f64> = self
+                        .of(placement, tasks)
+                        .map(|m| m.run.workers.iter().map(|w| w.sys_us).sum::<u64>() as f64 / 1e6)
+                        .collect();
+                    Some(FixedWork {
+                        iterations_per_task: iterations,
+                        elapsed_s: MeanInterval::of(&elapsed)?,
+                        sys_s: MeanInterval::of(&sys)?,
+                    })
+                });
                 summaries.push(PlacementSummary {
+                    fixed_work,
+                    lkp: BTreeMap::new(),
                     placement,
                     tasks,
                     cgroup_path: &self.of(placement, tasks).next().expect("summarized").leaf.cgroup_path,
@@ -266,8 +282,19 @@ impl Report {
                 })
             })
             .collect();
+        let largest = summaries.iter().map(|s| s.tasks).max().unwrap_or(0);
+        let per_task_name = match self.plan.mode {
+            crate::run::Mode::Process => "per_process_ops",
+            crate::run::Mode::Thread => "per_thread_ops",
+        };
         for (summary, ratio) in summaries.iter_mut().zip(vs_linear) {
             summary.vs_linear = ratio;
+            // LKP's will-it-scale names, so a reply on the list can quote them: the mean rate
+            // per task, and at the largest task count the rate over linear scaling.
+            summary.lkp.insert(per_task_name, summary.faults_per_sec.mean / summary.tasks as f64);
+            if let Some(ratio) = ratio.filter(|_| summary.tasks == largest) {
+                summary.lkp.insert("scalability", ratio);
+            }
         }
         summaries
     }
@@ -291,9 +318,43 @@ pub struct MemcgCost {
     pub functions: Vec<String>,
 }
 
+/// A mean with its 95% Student-t interval (half-width; None from one value).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct MeanInterval {
+    pub n: usize,
+    pub mean: f64,
+    pub half_width: Option<f64>,
+}
+
+impl MeanInterval {
+    pub fn of(values: &[f64]) -> Option<Self> {
+        let summary = stats::summarize(values)?;
+        let half_width =
+            (summary.n > 1).then(|| stats::t_quantile_95(summary.n - 1) * summary.stddev / (summary.n as f64).sqrt());
+        Some(MeanInterval { n: summary.n, mean: summary.mean, half_width })
+    }
+}
+
+/// --iterations: what the fixed work took, per run (slice), as `time` reports a run.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct FixedWork {
+    pub iterations_per_task: u64,
+    /// First worker's start to last worker's finish.
+    pub elapsed_s: MeanInterval,
+    /// The workers' system time, summed over workers.
+    pub sys_s: MeanInterval,
+}
+
 /// One placement over all its repetitions.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PlacementSummary<'a> {
+    /// --iterations: elapsed and system seconds per run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixed_work: Option<FixedWork>,
+    /// LKP's names for the same figures: per_process_ops or per_thread_ops (mean rate per
+    /// task), and scalability (at the largest task count of a sweep: rate / linear).
+    #[serde(flatten)]
+    pub lkp: BTreeMap<&'static str, f64>,
     #[serde(serialize_with = "placement_name")]
     pub placement: &'a Placement,
     pub tasks: usize,

@@ -10,7 +10,7 @@ use anyhow::{Result, anyhow, bail};
 use nix::sys::signal::Signal;
 use nix::unistd::getpid;
 
-use super::slots::{STATE_FAILED, STATE_READY, Slots};
+use super::slots::{STATE_DONE, STATE_FAILED, STATE_READY, Slots};
 use super::workers::Workers;
 use super::{
     Interrupted, KernelCountSource, Mode, Notice, PlacementRun, Progress, RunSpec, Sample, Tick, WorkerDied,
@@ -28,6 +28,11 @@ use crate::workload;
 
 /// How long workers may take from fork to ready before the run gives up.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// --iterations: how often the harness looks whether every worker has done its work. The
+/// elapsed time comes from the workers' own finish stamps, so this sets only how long the
+/// last worker sits parked before the counters are read.
+const DONE_POLL_NS: u64 = 1_000_000;
 
 fn check_interrupt() -> Result<()> {
     match signals::received() {
@@ -117,21 +122,43 @@ pub fn measure(
     }
 
     let per_iteration = workload::shape(&spec.settings).per_iteration;
+    // Fixed work (--iterations): the run ends when every worker is done, not at a time.
+    let fixed = spec.settings.fixed_iterations;
+    let all_done = || (0..count).all(|i| slots.get(i).state.load(Ordering::Acquire) == STATE_DONE);
     let duration_ns = spec.duration.as_nanos() as u64;
     let interval_ns = spec.interval.as_nanos() as u64;
     let mut samples = Vec::new();
-    let stop_ns = started_ns + duration_ns;
+    let stop_ns = if fixed.is_some() { u64::MAX } else { started_ns + duration_ns };
     let mut next_ns = (started_ns + interval_ns).min(stop_ns);
-    while next_ns < stop_ns {
-        wait_until(next_ns, &mut workers, &slots)?;
+    loop {
+        if fixed.is_some() {
+            if all_done() {
+                break;
+            }
+            wait_until((monotonic_ns() + DONE_POLL_NS).min(next_ns), &mut workers, &slots)?;
+            if monotonic_ns() < next_ns {
+                continue;
+            }
+        } else {
+            if next_ns >= stop_ns {
+                break;
+            }
+            wait_until(next_ns, &mut workers, &slots)?;
+        }
         let now = monotonic_ns();
         let iterations: Vec<u64> = read_iterations().iter().zip(&iterations_before).map(|(a, b)| a - b).collect();
         let (previous_ns, previous): (u64, u64) =
             samples.last().map(|s: &Sample| (s.elapsed_ns, s.iterations.iter().sum())).unwrap_or((0, 0));
         let done: u64 = iterations.iter().sum();
+        let elapsed_s = (now - started_ns) as f64 / 1e9;
         progress.tick(&Tick {
-            elapsed_s: (now - started_ns) as f64 / 1e9,
-            duration_s: duration_ns as f64 / 1e9,
+            elapsed_s,
+            duration_s: match fixed {
+                // Estimated from the work done so far.
+                Some(limit) if done > 0 => elapsed_s * (limit * count as u64) as f64 / done as f64,
+                Some(_) => elapsed_s,
+                None => duration_ns as f64 / 1e9,
+            },
             rate: (done - previous) as f64 * per_iteration as f64 / ((now - started_ns - previous_ns) as f64 / 1e9),
         });
         samples.push(Sample { elapsed_ns: now - started_ns, iterations });
@@ -140,7 +167,9 @@ pub fn measure(
         }
         next_ns = (next_ns + interval_ns).min(stop_ns);
     }
-    wait_until(stop_ns, &mut workers, &slots)?;
+    if fixed.is_none() {
+        wait_until(stop_ns, &mut workers, &slots)?;
+    }
 
     // Stop: SIGSTOP freezes every worker at once; counters are read while they are frozen so
     // loop, perf, per-task and memcg counts describe the same instant.
@@ -148,7 +177,20 @@ pub fn measure(
     freeze(&mut workers, &slots)?;
     let iterations: Vec<u64> =
         read_iterations().iter().zip(&iterations_before).map(|(after, before)| after - before).collect();
-    samples.push(Sample { elapsed_ns: stopped_ns - started_ns, iterations: iterations.clone() });
+    let start_times: Vec<u64> = (0..count).map(|i| slots.get(i).start_ns.load(Ordering::Relaxed)).collect();
+    let finish_times: Vec<u64> = (0..count).map(|i| slots.get(i).finish_ns.load(Ordering::Relaxed)).collect();
+    // Fixed work is timed as `time` timed the 2011 runs: first start to last finish, from the
+    // workers' own clock stamps.
+    let elapsed_ns = match fixed {
+        Some(_) => finish_times
+            .iter()
+            .max()
+            .copied()
+            .unwrap_or(0)
+            .saturating_sub(start_times.iter().min().copied().unwrap_or(0)),
+        None => stopped_ns - started_ns,
+    };
+    samples.push(Sample { elapsed_ns, iterations: iterations.clone() });
     let perf_after: Vec<PerfReading> = perf
         .iter_mut()
         .map(|p| p.read())
@@ -183,7 +225,6 @@ pub fn measure(
             .ok_or_else(|| anyhow!("worker {} vanished before it was reaped", workers.processes[process]))?;
         usages.push(Some(usage));
     }
-    let start_times: Vec<u64> = (0..count).map(|i| slots.get(i).start_ns.load(Ordering::Relaxed)).collect();
     let mut results = Vec::with_capacity(count);
     for index in 0..count {
         let (minflt, user, sys) = match (spec.mode, usages[0], &stats_after[index]) {
@@ -206,7 +247,13 @@ pub fn measure(
             loop_faults: iterations[index] * per_iteration,
             kernel_faults,
             perf: perf_delta,
-            cpu_share: (user + sys) as f64 * 1e3 / (stopped_ns - released_ns) as f64,
+            // A worker with fixed work is measured over its own span: parked, it needs no CPU.
+            cpu_share: match fixed {
+                Some(_) => {
+                    (user + sys) as f64 * 1e3 / finish_times[index].saturating_sub(start_times[index]).max(1) as f64
+                }
+                None => (user + sys) as f64 * 1e3 / (stopped_ns - released_ns) as f64,
+            },
             user_us: user,
             sys_us: sys,
             start_offset_ns: start_times[index].saturating_sub(released_ns),
@@ -215,7 +262,7 @@ pub fn measure(
     let first = start_times.iter().copied().min().unwrap_or(0);
     let last = start_times.iter().copied().max().unwrap_or(0);
     Ok(PlacementRun {
-        elapsed_ns: stopped_ns - started_ns,
+        elapsed_ns,
         start_skew_ns: last - first,
         workers: results,
         memcg_pgfault: match (memcg_before, memcg_after) {
@@ -224,7 +271,7 @@ pub fn measure(
         },
         kernel_source: source,
         samples,
-        overran: (stopped_ns - started_ns) as f64 > 1.1 * duration_ns as f64,
+        overran: fixed.is_none() && (stopped_ns - started_ns) as f64 > 1.1 * duration_ns as f64,
         memcg: memcg::delta(&counters_before, &counters_after),
         psi_scope,
         profile,

@@ -11,6 +11,8 @@ pub const STATE_STARTING: u32 = 0;
 pub const STATE_READY: u32 = 1;
 pub const STATE_RUNNING: u32 = 2;
 pub const STATE_FAILED: u32 = 3;
+/// --iterations: the worker did its fixed work and is parked.
+pub const STATE_DONE: u32 = 4;
 
 const MESSAGE_BYTES: usize = 160;
 
@@ -23,6 +25,8 @@ pub struct Slot {
     pub tid: AtomicI32,
     /// CLOCK_MONOTONIC ns at which the worker left its wait and entered the loop.
     pub start_ns: AtomicU64,
+    /// --iterations: CLOCK_MONOTONIC ns at which the worker finished its fixed work.
+    pub finish_ns: AtomicU64,
     /// The worker's minor faults when it reported ready (rusage fallback baseline).
     pub ready_minflt: AtomicU64,
     message_len: AtomicU32,

@@ -12,7 +12,7 @@ use nix::sys::signal::SigSet;
 use nix::unistd::{Pid, getppid, setpgid};
 
 use super::signals;
-use super::slots::{STATE_READY, STATE_RUNNING, Slot, Slots};
+use super::slots::{STATE_DONE, STATE_READY, STATE_RUNNING, Slot, Slots};
 use crate::measure::clock::monotonic_ns;
 use crate::workload::{self, WorkloadSettings};
 
@@ -161,5 +161,17 @@ fn worker(plan: &WorkerPlan, slot_index: usize, cpu: usize, gate: &StartGate) ->
     }
     slot.start_ns.store(monotonic_ns(), Ordering::Relaxed);
     slot.state.store(STATE_RUNNING, Ordering::Relaxed);
-    workload.run(&slot.iterations)
+    match workload.run(&workload::Counter::new(&slot.iterations, plan.settings.fixed_iterations)) {
+        Err(reason) => reason,
+        Ok(()) => {
+            slot.finish_ns.store(monotonic_ns(), Ordering::Relaxed);
+            slot.state.store(STATE_DONE, Ordering::Release);
+            // Parked, not exited: its counters, rusage and cgroup stay for the harness to read
+            // when the last worker is done, and the other workers go on undisturbed.
+            loop {
+                // SAFETY: pause only sleeps.
+                unsafe { libc::pause() };
+            }
+        }
+    }
 }

@@ -1,9 +1,7 @@
 //! `anon`: the loop of the 2009 memcg measurement. mmap a private anonymous chunk, write one
 //! byte per page (each write is a minor fault that allocates and charges a page), munmap.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use super::{Shape, ThpMode, Unit, Workload, WorkloadSettings, apply_thp, map, touch_pages};
+use super::{Counter, Shape, ThpMode, Unit, Workload, WorkloadSettings, apply_thp, map, touch_pages};
 
 pub struct Anon {
     bytes: usize,
@@ -31,18 +29,11 @@ impl Workload for Anon {
         apply_thp(self.thp)
     }
 
-    fn run(&mut self, iterations: &AtomicU64) -> String {
+    fn run(&mut self, counter: &Counter) -> Result<(), String> {
         let mut completed: u64 = 0;
         loop {
-            let chunk = match map(
-                self.bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-            ) {
-                Ok(chunk) => chunk,
-                Err(e) => return e,
-            };
+            let chunk =
+                map(self.bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1)?;
             // SAFETY: the mapping just made, written within its bounds, unmapped after.
             unsafe {
                 if self.thp == ThpMode::Always {
@@ -52,8 +43,9 @@ impl Workload for Anon {
                 libc::munmap(chunk as *mut libc::c_void, self.bytes);
             }
             completed += 1;
-            // One writer per counter: a plain store, no locked instruction in the loop.
-            iterations.store(completed, Ordering::Relaxed);
+            if !counter.record(completed) {
+                return Ok(());
+            }
         }
     }
 }

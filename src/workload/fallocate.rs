@@ -8,10 +8,8 @@
 //!
 //! One count per fallocate call, as will-it-scale counts.
 
+use super::{Counter, Shape, Unit, Workload, WorkloadSettings};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use super::{Shape, Unit, Workload, WorkloadSettings};
 
 /// will-it-scale's FILESIZE and BUFLEN.
 pub const FILE_BYTES: i64 = 1 << 20;
@@ -59,10 +57,10 @@ impl Workload for Fallocate {
         Ok(())
     }
 
-    fn run(&mut self, operations: &AtomicU64) -> String {
+    fn run(&mut self, counter: &Counter) -> Result<(), String> {
         let fd = match &self.file {
             Some(file) => file.as_raw_fd(),
-            None => return "fallocate: not prepared".into(),
+            None => return Err("fallocate: not prepared".into()),
         };
         let mut completed: u64 = 0;
         let mut place: i64 = 0;
@@ -72,19 +70,21 @@ impl Workload for Fallocate {
                 let error = std::io::Error::last_os_error();
                 // will-it-scale tolerates EINTR (its stop signal); so does this loop.
                 if error.raw_os_error() != Some(libc::EINTR) {
-                    return format!("fallocate at {place} bytes: {error}");
+                    return Err(format!("fallocate at {place} bytes: {error}"));
                 }
             }
             place += STEP_BYTES;
             if place >= FILE_BYTES {
                 // SAFETY: our own descriptor.
                 if unsafe { libc::ftruncate(fd, 0) } != 0 {
-                    return format!("ftruncate: {}", std::io::Error::last_os_error());
+                    return Err(format!("ftruncate: {}", std::io::Error::last_os_error()));
                 }
                 place = 0;
             }
             completed += 1;
-            operations.store(completed, Ordering::Relaxed);
+            if !counter.record(completed) {
+                return Ok(());
+            }
         }
     }
 }

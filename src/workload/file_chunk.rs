@@ -7,9 +7,8 @@
 //!   charged to the memcg of the worker that created the file.
 
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Shape, Unit, Workload, WorkloadSettings, fresh_file, map, touch_pages};
+use super::{Counter, Shape, Unit, Workload, WorkloadSettings, fresh_file, map, touch_pages};
 
 pub struct FileChunk {
     path: std::path::PathBuf,
@@ -51,21 +50,20 @@ impl Workload for FileChunk {
         Ok(())
     }
 
-    fn run(&mut self, iterations: &AtomicU64) -> String {
+    fn run(&mut self, counter: &Counter) -> Result<(), String> {
         let fd = self.file.as_ref().expect("prepared").as_raw_fd();
         let mut completed: u64 = 0;
         loop {
-            let chunk = match map(self.bytes, libc::PROT_READ | libc::PROT_WRITE, self.sharing, fd) {
-                Ok(chunk) => chunk,
-                Err(e) => return e,
-            };
+            let chunk = map(self.bytes, libc::PROT_READ | libc::PROT_WRITE, self.sharing, fd)?;
             // SAFETY: the mapping just made, written within its bounds, unmapped after.
             unsafe {
                 touch_pages(chunk, self.bytes, self.page_size);
                 libc::munmap(chunk as *mut libc::c_void, self.bytes);
             }
             completed += 1;
-            iterations.store(completed, Ordering::Relaxed);
+            if !counter.record(completed) {
+                return Ok(());
+            }
         }
     }
 }

@@ -5,9 +5,7 @@
 //! The kernel's count includes the worker's own COW faults after each fork (its stack), so
 //! loop-derived faults are not exact here.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use super::{Shape, ThpMode, Unit, Workload, WorkloadSettings, apply_thp, map, touch_pages};
+use super::{Counter, Shape, ThpMode, Unit, Workload, WorkloadSettings, apply_thp, map, touch_pages};
 
 pub struct Fork {
     bytes: usize,
@@ -40,12 +38,12 @@ impl Workload for Fork {
         Ok(())
     }
 
-    fn run(&mut self, iterations: &AtomicU64) -> String {
+    fn run(&mut self, counter: &Counter) -> Result<(), String> {
         let mut completed: u64 = 0;
         loop {
             // SAFETY: the child only writes memory and calls _exit.
             match unsafe { libc::fork() } {
-                -1 => return format!("fork: {}", std::io::Error::last_os_error()),
+                -1 => return Err(format!("fork: {}", std::io::Error::last_os_error())),
                 0 => unsafe {
                     touch_pages(self.memory, self.bytes, self.page_size);
                     libc::_exit(0)
@@ -54,15 +52,17 @@ impl Workload for Fork {
                     let mut status = 0;
                     // SAFETY: waiting for our own child.
                     if unsafe { libc::waitpid(child, &mut status, 0) } != child {
-                        return format!("waitpid: {}", std::io::Error::last_os_error());
+                        return Err(format!("waitpid: {}", std::io::Error::last_os_error()));
                     }
                     if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-                        return format!("forked child ended with status {status:#x}");
+                        return Err(format!("forked child ended with status {status:#x}"));
                     }
                 }
             }
             completed += 1;
-            iterations.store(completed, Ordering::Relaxed);
+            if !counter.record(completed) {
+                return Ok(());
+            }
         }
     }
 }

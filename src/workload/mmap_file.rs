@@ -2,10 +2,8 @@
 //! the i_mmap lock loop of the 2011 linux-mm thread (i_mmap_lock to mutex): each mmap and
 //! munmap takes the file's i_mmap lock, so workers contend on it. No faults; it counts loops.
 
+use super::{Counter, SHARED_FILE, Shape, Unit, Workload, WorkloadSettings, map};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use super::{SHARED_FILE, Shape, Unit, Workload, WorkloadSettings, map};
 
 pub struct MmapFile {
     path: std::path::PathBuf,
@@ -31,18 +29,17 @@ impl Workload for MmapFile {
         Ok(())
     }
 
-    fn run(&mut self, iterations: &AtomicU64) -> String {
+    fn run(&mut self, counter: &Counter) -> Result<(), String> {
         let fd = self.file.as_ref().expect("prepared").as_raw_fd();
         let mut completed: u64 = 0;
         loop {
-            let page = match map(self.page_size, libc::PROT_READ, libc::MAP_SHARED, fd) {
-                Ok(page) => page,
-                Err(e) => return e,
-            };
+            let page = map(self.page_size, libc::PROT_READ, libc::MAP_SHARED, fd)?;
             // SAFETY: the mapping just made.
             unsafe { libc::munmap(page as *mut libc::c_void, self.page_size) };
             completed += 1;
-            iterations.store(completed, Ordering::Relaxed);
+            if !counter.record(completed) {
+                return Ok(());
+            }
         }
     }
 }

@@ -101,7 +101,9 @@ impl WorkloadKind {
     /// LKP reports ran them.
     pub fn default_tmpdir(self) -> &'static str {
         match self {
-            WorkloadKind::PageFault2 | WorkloadKind::PageFault3 | WorkloadKind::Fallocate1 if std::path::Path::new("/dev/shm").is_dir() => {
+            WorkloadKind::PageFault2 | WorkloadKind::PageFault3 | WorkloadKind::Fallocate1
+                if std::path::Path::new("/dev/shm").is_dir() =>
+            {
                 "/dev/shm"
             }
             _ => "/tmp",
@@ -153,6 +155,8 @@ pub struct WorkloadSettings {
     pub thp: ThpMode,
     /// The run's temporary directory, for workloads that need files.
     pub files_dir: Option<PathBuf>,
+    /// --iterations: each worker stops after this many counted iterations (fixed work).
+    pub fixed_iterations: Option<u64>,
 }
 
 /// The shared file every mmap-file worker maps, created by the harness.
@@ -210,9 +214,32 @@ pub trait Workload {
     /// none belong in `run` beyond the workload's own.
     fn prepare(&mut self) -> Result<(), String>;
 
-    /// The measured loop. Stores the number of completed iterations into `iterations` after
-    /// each one. Returns only when an iteration fails, with the reason.
-    fn run(&mut self, iterations: &AtomicU64) -> String;
+    /// The measured loop. Records the number of completed iterations in `counter` after each
+    /// one and returns Ok when the counter says the fixed work (--iterations) is done, or Err
+    /// with the reason an iteration failed.
+    fn run(&mut self, counter: &Counter) -> Result<(), String>;
+}
+
+/// A worker's iteration counter, which the harness samples, and its fixed-work limit.
+pub struct Counter<'a> {
+    completed: &'a AtomicU64,
+    /// u64::MAX for a timed run: never reached.
+    limit: u64,
+}
+
+impl<'a> Counter<'a> {
+    pub fn new(completed: &'a AtomicU64, limit: Option<u64>) -> Self {
+        Counter { completed, limit: limit.unwrap_or(u64::MAX) }
+    }
+
+    /// Publishes `completed` iterations; false once the fixed work is done. One writer per
+    /// counter: a plain store (as will-it-scale's `(*iterations)++`), no locked instruction,
+    /// and one compare the branch predictor always gets right.
+    #[inline(always)]
+    pub fn record(&self, completed: u64) -> bool {
+        self.completed.store(completed, std::sync::atomic::Ordering::Relaxed);
+        completed < self.limit
+    }
 }
 
 pub fn create(settings: &WorkloadSettings, worker_index: usize) -> Box<dyn Workload> {

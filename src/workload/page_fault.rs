@@ -8,10 +8,8 @@
 //! will-it-scale unlinks its file after creating it; here it lives in the run directory
 //! (tmpfs /dev/shm by default, as the LKP reports ran them) and goes with it.
 
+use super::{Counter, Shape, ThpMode, Unit, Workload, WorkloadSettings, apply_thp, fresh_file, map};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use super::{Shape, ThpMode, Unit, Workload, WorkloadSettings, apply_thp, fresh_file, map};
 
 /// will-it-scale's MEMSIZE.
 pub const MEMSIZE: usize = 128 << 20;
@@ -62,30 +60,33 @@ impl Workload for PageFault {
         Ok(())
     }
 
-    fn run(&mut self, pages: &AtomicU64) -> String {
+    fn run(&mut self, counter: &Counter) -> Result<(), String> {
         let (flags, fd) = match (self.variant, &self.file) {
             (Variant::Anonymous, _) => (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1),
             (Variant::FilePrivate, Some(file)) => (libc::MAP_PRIVATE, file.as_raw_fd()),
             (Variant::FileShared, Some(file)) => (libc::MAP_SHARED, file.as_raw_fd()),
-            _ => return "page_fault: not prepared".into(),
+            _ => return Err("page_fault: not prepared".into()),
         };
         let mut counted: u64 = 0;
         loop {
-            let chunk = match map(MEMSIZE, libc::PROT_READ | libc::PROT_WRITE, flags, fd) {
-                Ok(chunk) => chunk,
-                Err(e) => return e,
-            };
+            let chunk = map(MEMSIZE, libc::PROT_READ | libc::PROT_WRITE, flags, fd)?;
             let mut offset = 0;
+            let mut done = false;
             while offset < MEMSIZE {
                 // SAFETY: within the mapping just made.
                 unsafe { std::ptr::write_volatile(chunk.add(offset), 0) };
                 counted += 1;
-                // One writer per counter: a plain store, as will-it-scale's (*iterations)++.
-                pages.store(counted, Ordering::Relaxed);
                 offset += self.page_size;
+                if !counter.record(counted) {
+                    done = true;
+                    break;
+                }
             }
             // SAFETY: the mapping made above, with its length.
             unsafe { libc::munmap(chunk as *mut libc::c_void, MEMSIZE) };
+            if done {
+                return Ok(());
+            }
         }
     }
 }

@@ -4,9 +4,7 @@
 //! back as zero (a read fault mapping the zero page); unmap. An LKP report of 2023-2024 measured
 //! -32.3% per_thread_ops on it. One count per page, as will-it-scale counts.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use super::{Shape, Unit, Workload, WorkloadSettings, map};
+use super::{Counter, Shape, Unit, Workload, WorkloadSettings, map};
 
 /// will-it-scale's MEMORYSIZE.
 pub const MEMORY_BYTES: usize = 1 << 20;
@@ -32,19 +30,13 @@ impl Workload for TlbFlush {
         Ok(())
     }
 
-    fn run(&mut self, pages: &AtomicU64) -> String {
+    fn run(&mut self, counter: &Counter) -> Result<(), String> {
         let mut counted: u64 = 0;
         loop {
-            let chunk = match map(
-                MEMORY_BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-            ) {
-                Ok(chunk) => chunk,
-                Err(e) => return e,
-            };
+            let chunk =
+                map(MEMORY_BYTES, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1)?;
             let mut offset = 0;
+            let mut done = false;
             while offset < MEMORY_BYTES {
                 // SAFETY: within the mapping just made; the page is zapped, then read back.
                 unsafe {
@@ -53,15 +45,21 @@ impl Workload for TlbFlush {
                     libc::madvise(page as *mut libc::c_void, self.page_size, libc::MADV_DONTNEED);
                     if std::ptr::read_volatile(page) != 0 {
                         libc::munmap(chunk as *mut libc::c_void, MEMORY_BYTES);
-                        return "tlb_flush2: a page read back non-zero after MADV_DONTNEED".into();
+                        return Err("tlb_flush2: a page read back non-zero after MADV_DONTNEED".into());
                     }
                 }
                 counted += 1;
-                pages.store(counted, Ordering::Relaxed);
                 offset += self.page_size;
+                if !counter.record(counted) {
+                    done = true;
+                    break;
+                }
             }
             // SAFETY: the mapping made above, with its length.
             unsafe { libc::munmap(chunk as *mut libc::c_void, MEMORY_BYTES) };
+            if done {
+                return Ok(());
+            }
         }
     }
 }

@@ -2,9 +2,7 @@
 //! `usemem -m SIZE` in the 2004 rmap trylock measurements. Under a limited profile whose limit
 //! is below --size this drives memcg reclaim (and, without swap, the OOM killer).
 
-use std::sync::atomic::AtomicU64;
-
-use super::{Shape, Workload, WorkloadSettings, anon::Anon};
+use super::{Counter, Shape, Workload, WorkloadSettings, anon::Anon};
 
 pub struct Usemem(Anon);
 
@@ -23,7 +21,7 @@ impl Workload for Usemem {
         self.0.prepare()
     }
 
-    fn run(&mut self, iterations: &AtomicU64) -> String {
-        self.0.run(iterations)
+    fn run(&mut self, counter: &Counter) -> Result<(), String> {
+        self.0.run(counter)
     }
 }

@@ -10,10 +10,8 @@
 //! Counted per page read (the unit `pages`): fault-around may map several cached pages in one
 //! fault, so the kernel's fault count, beside it, is lower where pages survive an iteration.
 
+use super::{Counter, Shape, Unit, Workload, WorkloadSettings, fresh_file, map};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use super::{Shape, Unit, Workload, WorkloadSettings, fresh_file, map};
 
 pub struct UsememFile {
     path: std::path::PathBuf,
@@ -44,27 +42,31 @@ impl Workload for UsememFile {
         Ok(())
     }
 
-    fn run(&mut self, pages: &AtomicU64) -> String {
+    fn run(&mut self, counter: &Counter) -> Result<(), String> {
         let fd = match &self.file {
             Some(file) => file.as_raw_fd(),
-            None => return "usemem-file: not prepared".into(),
+            None => return Err("usemem-file: not prepared".into()),
         };
         let mut counted: u64 = 0;
         loop {
-            let start = match map(self.bytes, libc::PROT_READ, libc::MAP_SHARED, fd) {
-                Ok(start) => start,
-                Err(e) => return e,
-            };
+            let start = map(self.bytes, libc::PROT_READ, libc::MAP_SHARED, fd)?;
             let mut offset = 0;
+            let mut done = false;
             while offset < self.bytes {
                 // SAFETY: within the mapping just made; a read, as usemem --readonly reads.
                 unsafe { std::ptr::read_volatile(start.add(offset) as *const u64) };
                 counted += 1;
-                pages.store(counted, Ordering::Relaxed);
                 offset += self.page_size;
+                if !counter.record(counted) {
+                    done = true;
+                    break;
+                }
             }
             // SAFETY: the mapping made above, with its length.
             unsafe { libc::munmap(start as *mut libc::c_void, self.bytes) };
+            if done {
+                return Ok(());
+            }
         }
     }
 }
