@@ -10,7 +10,7 @@ use crate::cgroup::tree::LeafSpec;
 use crate::cgroup::{self, BaseSpec, Leaf, Tree};
 use crate::measure::memcg;
 use crate::measure::procfs::others_named;
-use crate::plan::{Plan, cpus_for_tasks, order};
+use crate::plan::{Plan, cpus_for_tasks, order, sibling_of};
 use crate::report::{Environment, Failure, Measurement, Report, Warning};
 use crate::run::files::RunFiles;
 use crate::run::{self, Interrupted, Progress, RunSpec, WorkerDied};
@@ -42,7 +42,12 @@ pub fn run(
     let specs: Vec<LeafSpec> = plan
         .placements
         .iter()
-        .map(|p| LeafSpec { label: &p.name, origin: p.profile.as_deref().unwrap_or(&p.name), levels: &p.levels })
+        .map(|p| LeafSpec {
+            label: &p.name,
+            origin: p.profile.as_deref().unwrap_or(&p.name),
+            levels: &p.levels,
+            siblings: p.siblings,
+        })
         .collect();
     let leaves = tree.build_all(&specs)?;
     env.base_cgroup = hierarchy.cgroup_path(tree.base());
@@ -118,6 +123,15 @@ pub fn run(
     {
         report.warnings.push(Warning::RoundRobin { tasks: most, cpus: plan.cpus.len() });
     }
+    for placement in plan.placements.iter().filter(|p| p.siblings > 0) {
+        for &tasks in plan.task_counts.iter().filter(|&&t| t <= plan.cpus.len()) {
+            report.warnings.push(Warning::SiblingsApart {
+                placement: placement.name.clone(),
+                tasks,
+                cpus: plan.cpus.len(),
+            });
+        }
+    }
     let total_measurements = plan.rounds() as usize * plan.task_counts.len() * plan.placements.len();
     // Round by round, each a slice of every placement, the order reversed every other round
     // (ABBA), so drift over the run weighs on every placement alike.
@@ -138,7 +152,14 @@ pub fn run(
                     format!("{} slice {round}/{}, {tasks} tasks", placement.name, plan.rounds()),
                     measurements_left as f64 * (plan.warmup + plan.slice_duration()).as_secs_f64(),
                 );
-                match run::measure(&spec, &leaves[index], &hierarchy, &mut warn, progress) {
+                let leaf = &leaves[index];
+                let worker_leaves: Vec<&Leaf> = (0..tasks)
+                    .map(|worker| match leaf.siblings.len() {
+                        0 => leaf,
+                        n => &leaf.siblings[sibling_of(worker, tasks, plan.cpus.len().min(tasks), n)],
+                    })
+                    .collect();
+                match run::measure(&spec, leaf, &worker_leaves, &hierarchy, &mut warn, progress) {
                     Ok(placement_run) => {
                         report.measurements.push(Measurement {
                             placement: placement.clone(),

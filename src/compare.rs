@@ -39,6 +39,37 @@ pub struct Change {
     pub memcg_ns_change_low: Option<f64>,
     pub memcg_ns_change_high: Option<f64>,
     pub memcg_p_holm: Option<f64>,
+    /// LKP's name for the mean rate per task: per_process_ops, or per_thread_ops for threads.
+    pub lkp_metric: &'static str,
+    pub base_per_task_ops: f64,
+    pub new_per_task_ops: f64,
+    /// LKP's scalability at the largest task count a file swept (rate / linear from its
+    /// smallest count); None elsewhere.
+    pub base_scalability: Option<f64>,
+    pub new_scalability: Option<f64>,
+}
+
+/// LKP's name for the mean rate per task in `mode`.
+pub fn lkp_metric(mode: &str) -> &'static str {
+    if mode == "thread" { "per_thread_ops" } else { "per_process_ops" }
+}
+
+/// The row's scalability in `file` if its task count is the largest of a sweep there: the
+/// rate over (the smallest count's rate x tasks / that count).
+fn scalability(file: &RunFile, key: &crate::results::Key) -> Option<f64> {
+    let same =
+        |k: &&crate::results::Key| k.workload == key.workload && k.mode == key.mode && k.placement == key.placement;
+    let counts: Vec<u64> = file.rates.keys().filter(same).map(|k| k.tasks).collect();
+    let (smallest, largest) = (*counts.iter().min()?, *counts.iter().max()?);
+    if largest != key.tasks || smallest == largest {
+        return None;
+    }
+    let mean = |tasks: u64| -> Option<f64> {
+        let k = file.rates.keys().find(|k| same(k) && k.tasks == tasks)?;
+        summarize(&file.rates[k]).map(|s| s.mean)
+    };
+    let base = mean(smallest)?;
+    (base > 0.0).then(|| mean(largest).map(|rate| rate / (base * largest as f64 / smallest as f64)))?
 }
 
 /// Rows of the two files whose settings differ, one line each: comparing them would mix a
@@ -100,6 +131,11 @@ pub fn compare(base: &RunFile, new: &RunFile) -> Vec<Change> {
             memcg_ns_change_low: memcg.map(|c| c.low),
             memcg_ns_change_high: memcg.map(|c| c.high),
             memcg_p_holm: memcg.map(|c| c.p),
+            lkp_metric: lkp_metric(&key.mode),
+            base_per_task_ops: b.mean / key.tasks as f64,
+            new_per_task_ops: n.mean / key.tasks as f64,
+            base_scalability: scalability(base, key),
+            new_scalability: scalability(new, key),
         });
     }
     // Many rows tested at once: Holm keeps the chance of any false "significant" at 5%.
@@ -236,5 +272,28 @@ mod tests {
         assert!(change.memcg_ns_change_low.unwrap() > 0.0 && change.memcg_p_holm.unwrap() < 0.05);
         let same = &compare(&base, &file("c.csv", [101.0, 99.0, 100.0]))[0];
         assert!(same.memcg_ns_change_low.unwrap() < 0.0 && same.memcg_ns_change_high.unwrap() > 0.0);
+    }
+
+    #[test]
+    fn lkp_names_per_task_ops_and_scalability_at_the_largest_count() {
+        let sweep = |name: &str, mode: &str, at_one: f64, at_four: f64| {
+            let mut text = String::from("workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline\n");
+            for slice in 0..3 {
+                text += &format!("anon,{mode},1,base,,{},\n", at_one + slice as f64);
+                text += &format!("anon,{mode},4,base,,{},\n", at_four + slice as f64);
+            }
+            RunFile::from_csv(name.into(), &text).unwrap()
+        };
+        let (base, new) = (sweep("a.csv", "process", 100.0, 300.0), sweep("b.csv", "process", 100.0, 200.0));
+        let changes = compare(&base, &new);
+        let at = |tasks: u64| changes.iter().find(|c| c.tasks == tasks).unwrap();
+        assert_eq!(at(4).lkp_metric, "per_process_ops");
+        assert!((at(4).base_per_task_ops - 301.0 / 4.0).abs() < 1e-9);
+        // Scalability: the rate at 4 tasks over 4x the rate at 1 task, only at the largest count.
+        assert!((at(4).base_scalability.unwrap() - 301.0 / 404.0).abs() < 1e-9);
+        assert!((at(4).new_scalability.unwrap() - 201.0 / 404.0).abs() < 1e-9);
+        assert_eq!((at(1).base_scalability, at(1).new_scalability), (None, None));
+        let threads = compare(&sweep("c.csv", "thread", 1.0, 2.0), &sweep("d.csv", "thread", 1.0, 2.0));
+        assert!(threads.iter().all(|c| c.lkp_metric == "per_thread_ops"));
     }
 }

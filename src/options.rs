@@ -145,6 +145,22 @@ impl RunOptions {
             Some(text) => parse_task_counts(text)?,
         };
 
+        if let Some(siblings) = placements.iter().find(|p| p.siblings > 0) {
+            if args.mode == crate::run::Mode::Thread {
+                bail!(
+                    "--cgroup {}: threads of one process share one memcg, so they cannot run in sibling cgroups; use --mode process",
+                    siblings.name
+                );
+            }
+            if let Some(tasks) = task_counts.iter().find(|&&t| t < siblings.siblings as usize) {
+                bail!(
+                    "--cgroup {}: {tasks} tasks leave a sibling cgroup empty; give at least {} tasks (--tasks), more than the CPUs so that CPUs switch between cgroups",
+                    siblings.name,
+                    siblings.siblings
+                );
+            }
+        }
+
         let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
         let chunk_bytes = parse_size("--chunk", &args.chunk)?;
         if chunk_bytes < page_size || chunk_bytes % page_size != 0 {

@@ -313,3 +313,86 @@ fn without_root_env_says_why_and_a_run_refuses_cleanly() {
             .all(|e| !e.file_name().to_string_lossy().starts_with("faultscale-"))
     );
 }
+
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn siblings_spread_the_workers_over_sibling_cgroups_that_take_turns_on_each_cpu() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let (csv, json) = (dir.path().join("s.csv"), dir.path().join("s.json"));
+    let (_, output) = run_clean(
+        &base,
+        &[
+            "--base",
+            BASE,
+            "--cgroup",
+            "child,siblings:4",
+            "--tasks",
+            "4",
+            "--duration",
+            "1",
+            "--per-cpu",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    let rows = read_csv(&csv);
+    let summary = rows.iter().find(|r| r["placement"] == "siblings:4" && r["cpu"].is_empty()).unwrap();
+    let parent = summary["cgroup_path"].clone();
+    assert!(parent.ends_with("-siblings4"), "{parent}");
+    let workers: Vec<_> = rows.iter().filter(|r| r["placement"] == "siblings:4" && !r["cpu"].is_empty()).collect();
+    assert_eq!(workers.len(), 4, "{workers:?}");
+    let mut paths: Vec<String> = workers.iter().map(|r| r["cgroup_path"].clone()).collect();
+    for path in &paths {
+        assert!(path.starts_with(&format!("{parent}/sibling")), "{path} under {parent}");
+    }
+    // Workers that share a CPU are in different cgroups: that is the point of the placement.
+    for cpu in workers.iter().map(|r| r["cpu"].clone()) {
+        let mut here: Vec<&String> = workers.iter().filter(|r| r["cpu"] == cpu).map(|r| &r["cgroup_path"]).collect();
+        let count = here.len();
+        here.dedup();
+        assert_eq!(here.len(), count, "CPU {cpu}: {workers:?}");
+    }
+    paths.sort();
+    paths.dedup();
+    assert_eq!(paths.len(), 4, "one worker per sibling: {paths:?}");
+    assert!(workers.iter().all(|r| number(r, "faults") > 0.0), "{workers:?}");
+    // The memcg counts of the four siblings add up to what the workers faulted: they ran there.
+    let (faults, memcg) = (number(summary, "kernel_faults"), number(summary, "memcg_pgfault"));
+    assert!((faults - memcg).abs() <= 0.01 * faults + 1024.0, "kernel {faults} vs memcg {memcg}");
+    assert!(stdout.contains("siblings:4 per cgroup, faults/s: sibling1 "), "{stdout}");
+    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let summary = document["summaries"].as_array().unwrap().iter().find(|s| s["placement"] == "siblings:4").unwrap();
+    let per_cgroup = summary["per_cgroup"].as_array().unwrap();
+    assert_eq!(per_cgroup.len(), 4, "{summary}");
+    let sum: f64 = per_cgroup.iter().map(|c| c["faults_per_sec"].as_f64().unwrap()).sum();
+    let whole = summary["faults_per_sec"]["mean"].as_f64().unwrap();
+    assert!((sum - whole).abs() <= 1e-6 * whole, "the cgroups add up to the whole: {sum} vs {whole}");
+}
+
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn siblings_say_when_no_cpu_is_shared_and_refuse_what_cannot_work() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let (_, output) =
+        run_clean(&base, &["--base", BASE, "--cgroup", "siblings:2", "--tasks", "2", "--duration", "0.3"]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(stderr.contains("no CPU switches between the sibling cgroups"), cpus >= 2, "{cpus} CPUs: {stderr}");
+    for (args, expected) in [
+        (&["--cgroup", "siblings:4", "--tasks", "2"][..], "2 tasks leave a sibling cgroup empty"),
+        (&["--cgroup", "siblings:2", "--tasks", "2", "--mode", "thread"][..], "use --mode process"),
+    ] {
+        let (_, output) = run_clean(&base, &[&["--base", BASE, "--duration", "0.3"][..], args].concat());
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}

@@ -31,6 +31,8 @@ pub struct LeafSpec<'a> {
     pub label: &'a str,
     pub origin: &'a str,
     pub levels: &'a [Vec<Knob>],
+    /// `siblings:N`: N knob-less sibling cgroups under the deepest level (0: none).
+    pub siblings: u32,
 }
 
 /// The cgroup one placement's workers run in.
@@ -39,6 +41,8 @@ pub struct Leaf {
     pub fs_path: PathBuf,
     /// Hierarchy-relative, as /proc/PID/cgroup shows it.
     pub cgroup_path: String,
+    /// `siblings:N`: the N cgroups the workers are spread over (this leaf is their parent).
+    pub siblings: Vec<Leaf>,
 }
 
 /// A knob file written for a placement, with what the kernel reads back (it rounds some).
@@ -205,7 +209,11 @@ impl Tree {
 
     fn build(&mut self, placement: &LeafSpec) -> Result<Leaf> {
         if placement.levels.is_empty() && !self.baseline_in_leaf {
-            return Ok(Leaf { fs_path: self.base.clone(), cgroup_path: self.hierarchy.cgroup_path(&self.base) });
+            return Ok(Leaf {
+                fs_path: self.base.clone(),
+                cgroup_path: self.hierarchy.cgroup_path(&self.base),
+                siblings: Vec::new(),
+            });
         }
         // From the top down, each directory with its knobs; the baseline-depth sibling that
         // tops a placement on v2 below the root has none.
@@ -223,12 +231,22 @@ impl Tree {
         }
         let count = dirs.len();
         for (index, (dir, knobs)) in dirs.iter().enumerate() {
-            self.make_dir(dir, index + 1 < count, knobs, placement.label)?;
+            self.make_dir(dir, index + 1 < count || placement.siblings > 0, knobs, placement.label)?;
             if index == 0 {
                 self.liveness.push(super::cleanup::hold(dir)?);
             }
         }
-        Ok(Leaf { cgroup_path: self.hierarchy.cgroup_path(&dir), fs_path: dir })
+        let mut siblings = Vec::new();
+        for number in 1..=placement.siblings {
+            let sibling = dir.join(format!("sibling{number}"));
+            self.make_dir(&sibling, false, &[], placement.label)?;
+            siblings.push(Leaf {
+                cgroup_path: self.hierarchy.cgroup_path(&sibling),
+                fs_path: sibling,
+                siblings: Vec::new(),
+            });
+        }
+        Ok(Leaf { cgroup_path: self.hierarchy.cgroup_path(&dir), fs_path: dir, siblings })
     }
 
     /// One directory of a placement: created, checked to be a memory cgroup, memory passed to

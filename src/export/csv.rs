@@ -98,6 +98,8 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row<'_>> {
                 let faults_per_sec = worker.loop_faults as f64 / m.run.elapsed_s();
                 rows.push(Row {
                     cpu: Some(worker.cpu),
+                    // siblings:N: the worker's own sibling; the summary row names their parent.
+                    cgroup_path: worker.cgroup_path.as_deref().unwrap_or(&m.leaf.cgroup_path),
                     faults: worker.loop_faults,
                     faults_per_sec: round6(faults_per_sec),
                     faults_per_sec_per_task: round6(faults_per_sec),

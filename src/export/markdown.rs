@@ -34,5 +34,21 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
         out,
         "\n`*` rate change significant at 95% (Welch's t); `?` a side has one slice. Overhead = baseline/placement cost per fault, geometric mean over slices; its change is new/base, tested on the log overheads, p Holm-adjusted across the rows."
     )?;
+    writeln!(out, "\nIn LKP's terms:\n\n| base | %change | new | metric | row |\n|---:|---:|---:|---|---|")?;
+    for c in changes {
+        let row = format!("{} {} {} tasks {}", c.workload, c.mode, c.tasks, c.placement);
+        let change = |base: f64, new: f64| format!("{:+.1}%", 100.0 * (new - base) / base);
+        writeln!(
+            out,
+            "| {:.0} | {} | {:.0} | will-it-scale.{} | {row} |",
+            c.base_per_task_ops,
+            change(c.base_per_task_ops, c.new_per_task_ops),
+            c.new_per_task_ops,
+            c.lkp_metric
+        )?;
+        if let (Some(base), Some(new)) = (c.base_scalability, c.new_scalability) {
+            writeln!(out, "| {base:.4} | {} | {new:.4} | will-it-scale.scalability | {row} |", change(base, new))?;
+        }
+    }
     Ok(())
 }

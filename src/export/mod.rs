@@ -103,11 +103,20 @@ mod tests {
             memcg_ns_change_low: None,
             memcg_ns_change_high: None,
             memcg_p_holm: None,
+            lkp_metric: "per_process_ops",
+            base_per_task_ops: 50_000.0,
+            new_per_task_ops: 45_000.0,
+            base_scalability: Some(0.9),
+            new_scalability: Some(0.81),
         };
         for (format, expected) in [
             (Format::Table, "-10.00%*"),
+            (Format::Table, "        50,000    -10.0%         45,000  will-it-scale.per_process_ops"),
+            (Format::Table, "0.9000    -10.0%         0.8100  will-it-scale.scalability"),
             (Format::Csv, "anon,process,2,child,b.csv,100000.0,90000.0,-10.0,yes"),
+            (Format::Csv, "per_process_ops,50000.0,45000.0,0.9,0.81"),
             (Format::Markdown, "| -10.00%* |"),
+            (Format::Markdown, "| 50000 | -10.0% | 45000 | will-it-scale.per_process_ops |"),
         ] {
             let mut out = Vec::new();
             comparison(&mut out, std::slice::from_ref(&change), format).unwrap();

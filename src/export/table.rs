@@ -88,7 +88,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
         "placement",
         "cgroup",
         format!("{}/s", report.unit.name()),
-        if sweep { "per task" } else { "per CPU" },
+        if sweep || plan.task_counts[0] > plan.cpus.len() { "per task" } else { "per CPU" },
         format!("ns/{}", report.unit.singular()),
         "+-",
     )?;
@@ -123,6 +123,29 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             thousands(rate.mean / summary.tasks as f64),
             thousands(summary.ns_per_fault),
             error,
+        )?;
+    }
+    for summary in summaries.iter().filter(|s| !s.per_cgroup.is_empty()) {
+        let parts: Vec<String> = summary
+            .per_cgroup
+            .iter()
+            .map(|c| {
+                let name = c.cgroup_path.rsplit('/').next().unwrap_or(&c.cgroup_path);
+                format!(
+                    "{name} {} ({} task{})",
+                    thousands(c.faults_per_sec),
+                    c.tasks,
+                    if c.tasks == 1 { "" } else { "s" }
+                )
+            })
+            .collect();
+        writeln!(
+            out,
+            "{}{:<name_width$} per cgroup, {}/s: {}",
+            tasks_column(&summary.tasks),
+            summary.placement.name,
+            report.unit.name(),
+            parts.join(", ")
         )?;
     }
     for summary in &summaries {
@@ -386,5 +409,32 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
         out,
         "* rate change significant at 95% (Welch's t); ? a side has one slice; ovh = baseline/placement overhead (geometric mean over slices); its change is new/base, tested on the log overheads, p Holm-adjusted across the rows"
     )?;
+    lkp_terms(out, changes, width)
+}
+
+/// The same rows as an LKP report shows them (base, %change, new, metric), so the figures can
+/// be quoted beside the robot's.
+fn lkp_terms(out: &mut dyn Write, changes: &[Change], width: usize) -> Result<()> {
+    writeln!(out, "\nin LKP's terms:")?;
+    writeln!(out, "{:>14} {:>9} {:>14}  {:<30} row", "base", "%change", "new", "metric")?;
+    for c in changes {
+        let label = key(&c.workload, &c.mode, c.tasks, &c.placement).label();
+        let line = |base: f64, new: f64, metric: String, digits: usize| -> String {
+            format!(
+                "{:>14} {:>8.1}% {:>14}  {metric:<30} {label:<width$}",
+                if digits == 0 { thousands(base) } else { format!("{base:.digits$}") },
+                100.0 * (new - base) / base,
+                if digits == 0 { thousands(new) } else { format!("{new:.digits$}") },
+            )
+        };
+        writeln!(
+            out,
+            "{}",
+            line(c.base_per_task_ops, c.new_per_task_ops, format!("will-it-scale.{}", c.lkp_metric), 0)
+        )?;
+        if let (Some(base), Some(new)) = (c.base_scalability, c.new_scalability) {
+            writeln!(out, "{}", line(base, new, "will-it-scale.scalability".into(), 4))?;
+        }
+    }
     Ok(())
 }

@@ -14,6 +14,11 @@ pub fn pgfault(cgroup_dir: &Path) -> Option<u64> {
     stat_value(&text, "pgfault")
 }
 
+/// pgfault summed over `dirs` (None if any has no memory.stat).
+pub fn pgfault_over(dirs: &[&Path]) -> Option<u64> {
+    dirs.iter().map(|dir| pgfault(dir)).sum()
+}
+
 /// How many tasks the OOM killer has killed in this cgroup (v2 memory.events, v1
 /// memory.oom_control; both name the counter oom_kill).
 pub fn oom_kills(cgroup_dir: &Path) -> Option<u64> {
@@ -105,6 +110,23 @@ pub fn counters(cgroup_dir: &Path) -> (Counters, Option<PsiScope>) {
         }
         None => (counters, None),
     }
+}
+
+/// The counters of the cgroups in `dirs` summed, with the pressure stall time of `parent`
+/// (v2 aggregates its subtree's; v1 has only the system's). v1 keeps memory.stat and failcnt
+/// per cgroup, so a subtree's figures are the sum of its cgroups'.
+pub fn counters_over(parent: &Path, dirs: &[&Path]) -> (Counters, Option<PsiScope>) {
+    if dirs == [parent] {
+        return counters(parent);
+    }
+    let (mut total, scope) = counters(parent);
+    total.retain(|key, _| key.starts_with("psi_"));
+    for dir in dirs {
+        for (key, value) in counters(dir).0.into_iter().filter(|(key, _)| !key.starts_with("psi_")) {
+            *total.entry(key).or_insert(0) += value;
+        }
+    }
+    (total, scope)
 }
 
 /// after - before, counter by counter (a counter missing on either side is left out).

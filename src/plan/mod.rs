@@ -29,15 +29,17 @@ pub struct Placement {
     pub levels: Vec<Vec<Knob>>,
     /// The profile it came from (`child`, `limited`, `./my.toml`), if any.
     pub profile: Option<String>,
+    /// `siblings:N`: the workers spread over N sibling cgroups under one parent (0: one cgroup).
+    pub siblings: u32,
 }
 
 impl Placement {
     pub fn root() -> Self {
-        Placement { name: "root".into(), depth: 0, levels: Vec::new(), profile: None }
+        Placement { name: "root".into(), depth: 0, levels: Vec::new(), profile: None, siblings: 0 }
     }
 
     pub fn plain(name: String, depth: u32) -> Self {
-        Placement { name, depth, levels: vec![Vec::new(); depth as usize], profile: None }
+        Placement { name, depth, levels: vec![Vec::new(); depth as usize], profile: None, siblings: 0 }
     }
 
     pub fn is_root(&self) -> bool {
@@ -64,6 +66,16 @@ pub fn parse_placements(list: &str) -> Result<Vec<Placement>> {
             "" => bail!("--cgroup {list:?}: empty placement; use e.g. --cgroup child,nested:3"),
             "root" | "base" => vec![Placement::root()],
             "child" => vec![Placement::plain("child".into(), 1)],
+            _ if item.starts_with("siblings:") => {
+                let count = item["siblings:".len()..]
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (2..=MAX_SIBLINGS).contains(n))
+                    .ok_or_else(|| {
+                        anyhow!("--cgroup {item:?}: the sibling count must be a whole number from 2 to {MAX_SIBLINGS}")
+                    })?;
+                vec![Placement { siblings: count, ..Placement::plain(format!("siblings:{count}"), 1) }]
+            }
             _ => match item.strip_prefix("nested:") {
                 Some(range) if range.contains("..") => {
                     let (first, last) = range.split_once("..").expect("checked");
@@ -84,6 +96,7 @@ pub fn parse_placements(list: &str) -> Result<Vec<Placement>> {
                         depth: profile.levels.len() as u32,
                         levels: profile.levels,
                         profile: Some(item.to_string()),
+                        siblings: 0,
                     }]
                 }
             },
@@ -165,6 +178,20 @@ impl Plan {
     }
 }
 
+/// The most sibling cgroups `siblings:N` makes (Shakeel Butt's 2025 runs went to 36).
+pub const MAX_SIBLINGS: u32 = 256;
+
+/// `siblings:N`: which sibling worker `worker` (of `tasks`, placed round-robin on `cpus` CPUs)
+/// runs in. Workers are numbered CPU by CPU and the siblings dealt out in that order, so the
+/// workers sharing a CPU belong to different cgroups (as long as no CPU hosts more than N)
+/// and every sibling gets tasks / N of them: each CPU switches between memcgs, which is the
+/// per-CPU charge cache's worst case.
+pub fn sibling_of(worker: usize, tasks: usize, cpus: usize, siblings: usize) -> usize {
+    let (cpu, round) = (worker % cpus, worker / cpus);
+    let on_cpu = |c: usize| tasks / cpus + usize::from(c < tasks % cpus);
+    ((0..cpu).map(on_cpu).sum::<usize>() + round) % siblings
+}
+
 /// The CPU each of `tasks` workers runs on: the CPUs in order, round-robin past their count.
 pub fn cpus_for_tasks(cpus: &[usize], tasks: usize) -> Vec<usize> {
     (0..tasks).map(|i| cpus[i % cpus.len()]).collect()
@@ -195,6 +222,12 @@ mod tests {
         assert!(parse_placements("nested:2,nested:1..3").is_err());
         assert_eq!(parse_placements("root").unwrap(), vec![Placement::root()]);
         assert_eq!(parse_placements("nested:64").unwrap()[0].depth, 64);
+        let siblings = &parse_placements("siblings:4").unwrap()[0];
+        assert_eq!((siblings.name.as_str(), siblings.depth, siblings.siblings), ("siblings:4", 1, 4));
+        for bad in ["siblings:1", "siblings:0", "siblings:x", "siblings:", "siblings:257"] {
+            let err = parse_placements(bad).unwrap_err().to_string();
+            assert!(err.contains("sibling count must be a whole number from 2 to 256"), "{bad}: {err}");
+        }
         for bad in [
             "nested:0",
             "nested:65",
@@ -222,5 +255,26 @@ mod tests {
         assert_eq!(order(3, 2), vec![2, 1, 0]);
         assert_eq!(order(3, 3), vec![0, 1, 2]);
         assert_eq!(order(1, 2), vec![0]);
+    }
+
+    #[test]
+    fn siblings_alternate_on_every_cpu_and_share_the_tasks_evenly() {
+        for (tasks, cpus, siblings) in [(4, 2, 4), (8, 4, 4), (6, 2, 3), (12, 4, 6), (36, 16, 36), (5, 2, 2)] {
+            let of: Vec<usize> = (0..tasks).map(|w| sibling_of(w, tasks, cpus, siblings)).collect();
+            let cpu_of = cpus_for_tasks(&(0..cpus).collect::<Vec<_>>(), tasks);
+            for cpu in 0..cpus {
+                let mut here: Vec<usize> = (0..tasks).filter(|&w| cpu_of[w] == cpu).map(|w| of[w]).collect();
+                let count = here.len();
+                here.sort();
+                here.dedup();
+                assert_eq!(here.len(), count.min(siblings), "{tasks} tasks, {cpus} CPUs, {siblings}: CPU {cpu} {of:?}");
+            }
+            for sibling in 0..siblings {
+                let count = of.iter().filter(|&&s| s == sibling).count();
+                assert!(count == tasks / siblings || count == tasks.div_ceil(siblings), "{of:?}");
+            }
+        }
+        // 4 tasks on 2 CPUs over 4 siblings: CPU 0 runs siblings 0 and 1, CPU 1 runs 2 and 3.
+        assert_eq!((0..4).map(|w| sibling_of(w, 4, 2, 4)).collect::<Vec<_>>(), [0, 2, 1, 3]);
     }
 }

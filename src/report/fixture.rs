@@ -55,6 +55,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
                 sys_us: 1_999_000,
                 cpu_share: 1.0,
                 start_offset_ns: 1000 * cpu as u64,
+                cgroup_path: None,
             };
             let run = PlacementRun {
                 elapsed_ns: 2_000_000_000,
@@ -75,7 +76,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
             measurements.push(Measurement {
                 placement,
                 tasks: 2,
-                leaf: Leaf { fs_path: path.into(), cgroup_path: path.into() },
+                leaf: Leaf { fs_path: path.into(), cgroup_path: path.into(), siblings: Vec::new() },
                 round: index as u32 + 1,
                 sequence,
                 run,

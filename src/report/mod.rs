@@ -214,6 +214,34 @@ impl Report {
         (!parts.is_empty()).then(|| parts.join(", "))
     }
 
+    /// `siblings:N`: each sibling cgroup's rate (its workers' units over the slice, mean over
+    /// the slices), in sibling order.
+    pub fn per_cgroup(&self, placement: &Placement, tasks: usize) -> Vec<CgroupRate> {
+        let mut rates: Vec<CgroupRate> = Vec::new();
+        let measurements: Vec<&Measurement> = self.of(placement, tasks).collect();
+        for m in &measurements {
+            for worker in &m.run.workers {
+                let Some(path) = &worker.cgroup_path else { continue };
+                let rate = worker.loop_faults as f64 / m.run.elapsed_s() / measurements.len() as f64;
+                match rates.iter_mut().find(|r| &r.cgroup_path == path) {
+                    Some(entry) => entry.faults_per_sec += rate,
+                    None => rates.push(CgroupRate { cgroup_path: path.clone(), tasks: 0, faults_per_sec: rate }),
+                }
+            }
+        }
+        if let Some(first) = measurements.first() {
+            for entry in &mut rates {
+                entry.tasks =
+                    first.run.workers.iter().filter(|w| w.cgroup_path.as_ref() == Some(&entry.cgroup_path)).count();
+            }
+        }
+        rates.sort_by_key(|r| {
+            let number = r.cgroup_path.rsplit("sibling").next().and_then(|n| n.parse::<u32>().ok());
+            (number, r.cgroup_path.clone())
+        });
+        rates
+    }
+
     /// The task counts measured, in sweep order.
     pub fn task_counts(&self) -> Vec<usize> {
         let mut counts: Vec<usize> = Vec::new();
@@ -254,6 +282,7 @@ impl Report {
                     })
                 });
                 summaries.push(PlacementSummary {
+                    per_cgroup: self.per_cgroup(placement, tasks),
                     fixed_work,
                     lkp: BTreeMap::new(),
                     placement,
@@ -318,6 +347,14 @@ pub struct MemcgCost {
     pub functions: Vec<String>,
 }
 
+/// One sibling cgroup of a `siblings:N` placement.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CgroupRate {
+    pub cgroup_path: String,
+    pub tasks: usize,
+    pub faults_per_sec: f64,
+}
+
 /// A mean with its 95% Student-t interval (half-width; None from one value).
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct MeanInterval {
@@ -351,6 +388,9 @@ pub struct PlacementSummary<'a> {
     /// --iterations: elapsed and system seconds per run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fixed_work: Option<FixedWork>,
+    /// `siblings:N`: each sibling cgroup's rate; the placement's own figures are the whole.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_cgroup: Vec<CgroupRate>,
     /// LKP's names for the same figures: per_process_ops or per_thread_ops (mean rate per
     /// task), and scalability (at the largest task count of a sweep: rate / linear).
     #[serde(flatten)]

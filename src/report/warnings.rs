@@ -19,6 +19,9 @@ pub enum Warning {
     /// The baseline itself reclaimed, hit a limit or stalled: its rate, and every ratio to it,
     /// carries that cost too.
     BaselineUnderPressure { placement: String, what: String },
+    /// `siblings:N` with no more tasks than CPUs: no CPU switches between the cgroups, so the
+    /// per-CPU charge cache is never contended and the placement measures N plain children.
+    SiblingsApart { placement: String, tasks: usize, cpus: usize },
     /// More tasks than CPUs: some share a CPU on purpose.
     RoundRobin { tasks: usize, cpus: usize },
     /// A measurement could not count as asked (perf).
@@ -57,6 +60,10 @@ impl fmt::Display for Warning {
             Warning::BaselineUnderPressure { placement, what } => write!(
                 f,
                 "{placement}: the baseline itself was under memory pressure ({what}): the overheads mix that into the cost per fault"
+            ),
+            Warning::SiblingsApart { placement, tasks, cpus } => write!(
+                f,
+                "{placement} at {tasks} tasks on {cpus} CPUs: every worker has a CPU of its own, so no CPU switches between the sibling cgroups and the per-CPU charge cache is never shared; use --tasks above {cpus}"
             ),
             Warning::RoundRobin { tasks, cpus } => {
                 write!(f, "{tasks} tasks on {cpus} CPUs: tasks beyond the CPUs are placed round-robin and share CPUs")

@@ -41,10 +41,12 @@ fn check_interrupt() -> Result<()> {
     }
 }
 
-/// Measures one placement.
+/// Measures one placement: its workers in `worker_leaves` (one per worker: `leaf` itself, or
+/// for `siblings:N` the sibling each worker is dealt).
 pub fn measure(
     spec: &RunSpec,
     leaf: &Leaf,
+    worker_leaves: &[&Leaf],
     hierarchy: &Hierarchy,
     warn: &mut dyn FnMut(Notice),
     progress: &mut dyn Progress,
@@ -55,16 +57,30 @@ pub fn measure(
     // Workers already in the leaf (the baseline in the harness's own cgroup) are not moved:
     // faultscale writes to no cgroup.procs it does not need to.
     let own_cgroup = cgroup_of(getpid().as_raw(), hierarchy)?;
-    let cgroup_procs: Option<PathBuf> = (own_cgroup != leaf.cgroup_path).then(|| leaf.fs_path.join("cgroup.procs"));
-    let mut workers = Workers::spawn(spec.mode, &spec.cpus, cgroup_procs.as_deref(), &spec.settings, &slots)?;
+    // One cgroup per worker process; in thread mode the one process holds every worker.
+    let process_leaves: Vec<&Leaf> = match spec.mode {
+        Mode::Process => worker_leaves.to_vec(),
+        Mode::Thread => vec![worker_leaves[0]],
+    };
+    let cgroup_procs: Vec<Option<PathBuf>> = process_leaves
+        .iter()
+        .map(|target| (own_cgroup != target.cgroup_path).then(|| target.fs_path.join("cgroup.procs")))
+        .collect();
+    let mut workers = Workers::spawn(spec.mode, &spec.cpus, &cgroup_procs, &spec.settings, &slots)?;
 
     wait_ready(&mut workers, &slots)?;
-    for &pid in &workers.processes {
+    for (&pid, target) in workers.processes.iter().zip(&process_leaves) {
         let actual = cgroup_of(pid.as_raw(), hierarchy)?;
-        if actual != leaf.cgroup_path {
-            bail!("worker {pid} is in cgroup {actual}, not {}", leaf.cgroup_path);
+        if actual != target.cgroup_path {
+            bail!("worker {pid} is in cgroup {actual}, not {}", target.cgroup_path);
         }
     }
+    // The memcg counters of the workers' cgroups: the siblings' summed (v1 keeps them per
+    // cgroup, not for the subtree), else the leaf's own.
+    let memcg_dirs: Vec<&std::path::Path> = match leaf.siblings.is_empty() {
+        true => vec![leaf.fs_path.as_path()],
+        false => leaf.siblings.iter().map(|s| s.fs_path.as_path()).collect(),
+    };
     let tids: Vec<i32> = (0..count).map(|i| slots.get(i).tid.load(Ordering::Relaxed)).collect();
 
     let (mut perf, source) = match spec.kernel_count {
@@ -90,8 +106,8 @@ pub fn measure(
     // parked, so the harness does nothing on a measured CPU right after it.
     let warmup_ns = spec.warmup.as_nanos() as u64;
     let mut perf_before: Vec<PerfReading> = perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
-    let mut memcg_before = memcg::pgfault(&leaf.fs_path);
-    let mut counters_before = memcg::counters(&leaf.fs_path).0;
+    let mut memcg_before = memcg::pgfault_over(&memcg_dirs);
+    let mut counters_before = memcg::counters_over(&leaf.fs_path, &memcg_dirs).0;
     let mut iterations_before = vec![0; count];
     let mut minflt_before: Vec<u64> = (0..count).map(|i| slots.get(i).ready_minflt.load(Ordering::Relaxed)).collect();
 
@@ -114,8 +130,8 @@ pub fn measure(
         iterations_before = read_iterations();
         minflt_before = task_stats(&workers).iter().map(|t| t.as_ref().map(|t| t.minflt).unwrap_or(0)).collect();
         perf_before = perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
-        memcg_before = memcg::pgfault(&leaf.fs_path);
-        counters_before = memcg::counters(&leaf.fs_path).0;
+        memcg_before = memcg::pgfault_over(&memcg_dirs);
+        counters_before = memcg::counters_over(&leaf.fs_path, &memcg_dirs).0;
         enable_sampling(&mut samplers)?;
         started_ns = monotonic_ns();
         workers.signal_all(Signal::SIGCONT)?;
@@ -196,8 +212,8 @@ pub fn measure(
         .map(|p| p.read())
         .collect::<std::io::Result<_>>()
         .map_err(|e| anyhow!("reading perf counters: {e}"))?;
-    let memcg_after = memcg::pgfault(&leaf.fs_path);
-    let (counters_after, psi_scope) = memcg::counters(&leaf.fs_path);
+    let memcg_after = memcg::pgfault_over(&memcg_dirs);
+    let (counters_after, psi_scope) = memcg::counters_over(&leaf.fs_path, &memcg_dirs);
     // Threads have no rusage of their own at reaping; read each while it is frozen.
     let stats_after = task_stats(&workers);
     drop(perf);
@@ -257,6 +273,7 @@ pub fn measure(
             user_us: user,
             sys_us: sys,
             start_offset_ns: start_times[index].saturating_sub(released_ns),
+            cgroup_path: (!leaf.siblings.is_empty()).then(|| worker_leaves[index].cgroup_path.clone()),
         });
     }
     let first = start_times.iter().copied().min().unwrap_or(0);

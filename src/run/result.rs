@@ -19,6 +19,9 @@ pub struct WorkerResult {
     pub cpu_share: f64,
     /// When this worker entered its loop, from the release signal.
     pub start_offset_ns: u64,
+    /// `siblings:N`: the sibling cgroup this worker ran in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup_path: Option<String>,
 }
 
 /// Loop counters of every worker at one instant.

@@ -3,7 +3,7 @@
 //! `Workers` kills and reaps every process still there, so no exit path (error, interrupt,
 //! panic) leaves a worker behind or a cgroup busy.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use anyhow::{Result, anyhow};
 use nix::sys::signal::{Signal, killpg};
@@ -30,7 +30,7 @@ impl Workers {
     pub fn spawn(
         mode: Mode,
         cpus: &[usize],
-        cgroup_procs: Option<&Path>,
+        cgroup_procs: &[Option<PathBuf>],
         settings: &WorkloadSettings,
         slots: &Slots,
     ) -> Result<Self> {
@@ -53,7 +53,7 @@ impl Workers {
             let plan = WorkerPlan {
                 harness_pid,
                 process_group: workers.group,
-                cgroup_procs,
+                cgroup_procs: cgroup_procs[process].as_deref(),
                 settings,
                 slots,
                 // Process mode: this process is worker `process`; thread mode: all of them.
