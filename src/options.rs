@@ -187,6 +187,9 @@ impl RunOptions {
         if args.workload.needs_files() && !tmpdir.is_dir() {
             bail!("--tmpdir {}: not a directory; give an existing directory (e.g. /dev/shm or /tmp)", tmpdir.display());
         }
+        if let Some(problem) = args.workload.files_dir_problem(&tmpdir) {
+            bail!("--tmpdir {} (for --workload {}): {problem}", tmpdir.display(), args.workload.name());
+        }
 
         let profile_dir = args.profile_dir.as_deref().map(PathBuf::from);
         if let Some(dir) = &profile_dir

@@ -15,6 +15,28 @@ use std::os::fd::AsRawFd;
 pub const FILE_BYTES: i64 = 1 << 20;
 pub const STEP_BYTES: i64 = FILE_BYTES / 128;
 
+/// Whether `dir`'s file system takes fallocate, asked once before a run so that a file system
+/// without it (user-mode-linux's hostfs, some FUSE mounts) is one clear error, not a failed
+/// slice per placement.
+pub fn check_dir(dir: &std::path::Path) -> Result<(), String> {
+    let path = dir.join(format!(".faultscale-fallocate-check-{}", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| format!("creating {}: {e}", path.display()))?;
+    let _ = std::fs::remove_file(&path);
+    // SAFETY: plain fallocate on a descriptor we own.
+    if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, STEP_BYTES) } != 0 {
+        return Err(format!(
+            "its file system does not take fallocate ({}); give a --tmpdir on tmpfs, ext4 or xfs",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
 pub struct Fallocate {
     path: std::path::PathBuf,
     file: Option<std::fs::File>,

@@ -110,6 +110,14 @@ impl WorkloadKind {
         }
     }
 
+    /// Why it cannot use `dir` for its files, if it cannot (checked before anything is made).
+    pub fn files_dir_problem(self, dir: &std::path::Path) -> Option<String> {
+        match self {
+            WorkloadKind::Fallocate1 | WorkloadKind::Fallocate2 => fallocate::check_dir(dir).err(),
+            _ => None,
+        }
+    }
+
     /// Why it cannot run with `--mode thread`, if it cannot.
     pub fn thread_mode_problem(self) -> Option<&'static str> {
         match self {
