@@ -28,6 +28,11 @@ ln -s /proc/self/fd /dev/fd
 ln -s /proc/self/fd/0 /dev/stdin
 ln -s /proc/self/fd/1 /dev/stdout
 ln -s /proc/self/fd/2 /dev/stderr
+# The ext4 disk guest-run attaches (ubd1): where tests find a disk-backed directory.
+if mknod /dev/ubdb b 98 16 && mkdir -p /run/disk && mount -t ext4 /dev/ubdb /run/disk; then
+    FAULTSCALE_DISK_TMPDIR=/run/disk
+    export FAULTSCALE_DISK_TMPDIR
+fi
 if [ "$FS_MODE" = v2 ]; then
     echo +memory > $cg/cgroup.subtree_control
     mkdir -p $cg/user.slice/session.scope
