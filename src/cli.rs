@@ -89,7 +89,9 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Placements to measure against the baseline (root in the true root, base elsewhere), comma-separated: child, nested:N,
-    /// nested:A..B (a depth sweep), a shipped profile (limited, ...) or a profile .toml path
+    /// nested:A..B (a depth sweep), siblings:N (the workers spread over N sibling cgroups that take turns on each CPU;
+    /// needs --tasks above the CPU count), a shipped profile (limited, protected-3, lkp-cgroup2, ...) or a profile .toml
+    /// path
     #[arg(long, default_value = "child", value_name = "LIST")]
     pub cgroup: String,
 

@@ -199,18 +199,20 @@ pub fn what_works(hierarchy: &Hierarchy, base: &Path, problems: &[BaseProblem]) 
         };
     }
     let v1_only = if hierarchy.version == Version::V1 {
-        "; profiles with memory.high, memory.min or memory.oom.group need cgroup v2"
+        "; profiles with memory.high, memory.min or memory.oom.group need cgroup v2 (or skip_on_v1)"
     } else {
         ""
     };
     if hierarchy.is_root(base) {
-        format!("all: the baseline `root` in the true root cgroup, child, nested:N and profiles below it{v1_only}")
+        format!(
+            "all: the baseline `root` in the true root cgroup, child, nested:N, siblings:N and profiles below it{v1_only}"
+        )
     } else if hierarchy.version == Version::V2 {
         format!(
-            "all: the baseline `base` in a leaf of its own, child, nested:N and profiles one level per step below it (faultscale moves itself into a leaf meanwhile){v1_only}"
+            "all: the baseline `base` in a leaf of its own, child, nested:N, siblings:N and profiles one level per step below it (faultscale moves itself into a leaf meanwhile){v1_only}"
         )
     } else {
-        format!("all: the baseline `base` in this cgroup, child, nested:N and profiles below it{v1_only}")
+        format!("all: the baseline `base` in this cgroup, child, nested:N, siblings:N and profiles below it{v1_only}")
     }
 }
 

@@ -224,7 +224,7 @@ pub fn load(spec: &str) -> Result<Profile> {
         return parse(spec, &text);
     }
     bail!(
-        "--cgroup {spec:?}: not a placement (root, child, nested:N, nested:A..B), shipped profile ({}) or .toml path",
+        "--cgroup {spec:?}: not a placement (root, child, nested:N, nested:A..B, siblings:N), shipped profile ({}) or .toml path",
         SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
     )
 }

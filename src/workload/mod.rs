@@ -1,4 +1,6 @@
-//! Workloads: each is one small loop that bumps its own counter once per iteration.
+//! Workloads: each is one small loop that publishes its own counter once per iteration (per page
+//! or per operation where an iteration is large) through `Counter::record`, which also ends
+//! fixed work (--iterations).
 //!
 //! The harness (src/run/) owns spawning, pinning, start, sampling and stop; a workload only
 //! prepares itself and loops. Adding a workload is one file here plus one line in `create`
