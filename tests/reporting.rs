@@ -68,6 +68,10 @@ fn compare_marks_real_changes_and_not_noise() {
     let table = faultscale(&["compare", base.to_str().unwrap(), slower.to_str().unwrap()]);
     let stdout = text(&table.stdout);
     assert!(stdout.lines().any(|l| l.contains("child") && l.contains("-10.") && l.contains('*')), "{stdout}");
+    // LKP's terms beside ours: the child's per-task rate (2 tasks) and its change.
+    let lkp = stdout.lines().find(|l| l.contains("will-it-scale.per_process_ops") && l.ends_with("child"));
+    let fields: Vec<&str> = lkp.unwrap_or_else(|| panic!("{stdout}")).split_whitespace().collect();
+    assert_eq!(&fields[..4], ["450", "-10.0%", "405", "will-it-scale.per_process_ops"], "{stdout}");
     let markdown = faultscale(&["compare", base.to_str().unwrap(), slower.to_str().unwrap(), "--format", "markdown"]);
     assert!(text(&markdown.stdout).starts_with("| workload |"));
 

@@ -409,19 +409,19 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
         out,
         "* rate change significant at 95% (Welch's t); ? a side has one slice; ovh = baseline/placement overhead (geometric mean over slices); its change is new/base, tested on the log overheads, p Holm-adjusted across the rows"
     )?;
-    lkp_terms(out, changes, width)
+    lkp_terms(out, changes)
 }
 
 /// The same rows as an LKP report shows them (base, %change, new, metric), so the figures can
 /// be quoted beside the robot's.
-fn lkp_terms(out: &mut dyn Write, changes: &[Change], width: usize) -> Result<()> {
+fn lkp_terms(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
     writeln!(out, "\nin LKP's terms:")?;
     writeln!(out, "{:>14} {:>9} {:>14}  {:<30} row", "base", "%change", "new", "metric")?;
     for c in changes {
         let label = key(&c.workload, &c.mode, c.tasks, &c.placement).label();
         let line = |base: f64, new: f64, metric: String, digits: usize| -> String {
             format!(
-                "{:>14} {:>8.1}% {:>14}  {metric:<30} {label:<width$}",
+                "{:>14} {:>+8.1}% {:>14}  {metric:<30} {label}",
                 if digits == 0 { thousands(base) } else { format!("{base:.digits$}") },
                 100.0 * (new - base) / base,
                 if digits == 0 { thousands(new) } else { format!("{new:.digits$}") },
