@@ -153,7 +153,8 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = WorkloadKind::Anon)]
     pub workload: WorkloadKind,
 
-    /// Bytes usemem allocates per iteration and fork's children write (K, M, G suffixes)
+    /// Bytes usemem allocates per iteration, usemem-file maps and reads, and fork's children
+    /// write (K, M, G suffixes)
     #[arg(long, default_value = "64M", value_name = "SIZE", allow_hyphen_values = true)]
     pub size: String,
 
