@@ -89,6 +89,10 @@ pub fn run(
         .then(|| RunFiles::create(&plan.tmpdir, &env.cgroup_run_name, plan.workload, plan.page_size))
         .transpose()?;
     let files_fs = files.as_ref().map(|f| f.filesystem());
+    // Page cache on tmpfs is swap-backed: usemem-file's point, reclaim without swap, is lost.
+    if plan.workload == workload::WorkloadKind::UsememFile && files_fs.as_deref() == Some("tmpfs") {
+        warnings.push(Warning::SwapBackedFiles { tmpdir: plan.tmpdir.clone() });
+    }
     let files_note = files.as_ref().map(|f| format!("{} ({})", f.path().display(), f.filesystem()));
     let mut spec = RunSpec {
         mode: plan.mode,

@@ -146,6 +146,28 @@ fn file_backed_usemem_four_times_the_limit_reclaims_instead_of_oom() {
     }
     let left: Vec<_> = files_in(dir.path()).into_iter().filter(|name| name != "C.csv" && name != "J.json").collect();
     assert!(left.is_empty(), "the workers' files are gone: {left:?}");
+    // On tmpfs the same workload would need swap: the run says so.
+    let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+    let (_, output) = run_clean(
+        &base,
+        &[
+            "--base",
+            BASE,
+            "--cgroup",
+            "child",
+            "--no-baseline",
+            "--workload",
+            "usemem-file",
+            "--size",
+            "4M",
+            "--duration",
+            "0.3",
+            "--tmpdir",
+            shm.path().to_str().unwrap(),
+        ],
+    );
+    let stderr = text(&output.stderr);
+    assert!(output.status.success() && stderr.contains("is tmpfs, whose pages are swap-backed"), "{stderr}");
 }
 
 #[test]

@@ -12,6 +12,8 @@ pub enum Warning {
     MemoryEnabled { control: PathBuf },
     /// A profile knob with no equivalent on this cgroup version, left unset as the profile allows.
     KnobUnset { placement: String, level: usize, knob: String, value: String, version: String },
+    /// usemem-file's files are on tmpfs, whose pages only swap can reclaim.
+    SwapBackedFiles { tmpdir: PathBuf },
     /// Another faultscale harness runs on the machine: CPUs are shared.
     OtherRun { pid: u32 },
     /// The baseline's memcg_pgfault counts every process in the base, not only the workers.
@@ -48,6 +50,11 @@ impl fmt::Display for Warning {
             Warning::KnobUnset { placement, level, knob, value, version } => write!(
                 f,
                 "{placement}: {knob} = {value} on level {level} left unset: cgroup {version} has no equivalent (the profile allows it); this is not the published setup"
+            ),
+            Warning::SwapBackedFiles { tmpdir } => write!(
+                f,
+                "usemem-file: {} is tmpfs, whose pages are swap-backed: above a limit they are swapped or OOM-killed, not reclaimed as page cache; give --tmpdir on a disk file system (e.g. /var/tmp)",
+                tmpdir.display()
             ),
             Warning::OtherRun { pid } => write!(
                 f,
