@@ -375,6 +375,17 @@ fn siblings_spread_the_workers_over_sibling_cgroups_that_take_turns_on_each_cpu(
     let sum: f64 = per_cgroup.iter().map(|c| c["faults_per_sec"].as_f64().unwrap()).sum();
     let whole = summary["faults_per_sec"]["mean"].as_f64().unwrap();
     assert!((sum - whole).abs() <= 1e-6 * whole, "the cgroups add up to the whole: {sum} vs {whole}");
+    // Against one cgroup at the same depth and task count, slice by slice.
+    assert!(stdout.contains("child/siblings:4 overhead (one cgroup vs 4 sibling cgroups"), "{stdout}");
+    let versus = &summary["siblings_vs_child"];
+    let child_rate =
+        document["summaries"].as_array().unwrap().iter().find(|s| s["placement"] == "child").unwrap()["faults_per_sec"]
+            ["mean"]
+            .as_f64()
+            .unwrap();
+    // One slice: the ratio is that slice's child rate over the siblings' rate.
+    assert_eq!(versus["n"], 1, "{summary}");
+    assert!((versus["mean"].as_f64().unwrap() - child_rate / whole).abs() < 1e-9, "{summary}");
 }
 
 #[test]

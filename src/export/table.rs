@@ -187,6 +187,26 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             100.0 * interval.mean
         )?;
     }
+    for summary in &summaries {
+        let Some(interval) = summary.siblings_vs_child else { continue };
+        let ci = match (interval.low, interval.high) {
+            (Some(low), Some(high)) => format!(
+                "  (95% CI {:.1}-{:.1}%, {})",
+                100.0 * low,
+                100.0 * high,
+                if interval.excludes(1.0) { "significant" } else { "not significant" }
+            ),
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "child/{} overhead (one cgroup vs {} sibling cgroups, same tasks and depth){}: {:.1}%{ci}",
+            summary.placement.name,
+            summary.placement.siblings,
+            if sweep { format!(" at {} tasks", summary.tasks) } else { String::new() },
+            100.0 * interval.mean
+        )?;
+    }
     memcg_lines(out, report, &summaries)?;
     if sweep {
         scaling(out, &summaries)?;

@@ -90,6 +90,25 @@ impl Report {
         self.rate_ratio(measurement).and_then(stats::overhead)
     }
 
+    /// `siblings:N` against one plain cgroup at the same depth and task count (`child`, when the
+    /// run has it): the siblings' cost per fault over child's, per round, as the geometric
+    /// mean with its 95% interval. This isolates the switching between memcgs from the depth.
+    pub fn siblings_vs_child(&self, placement: &Placement, tasks: usize) -> Option<stats::RatioInterval> {
+        if placement.siblings == 0 {
+            return None;
+        }
+        let child = self.plan.placements.iter().find(|p| p.name == "child" && p.siblings == 0)?;
+        let ratios: Vec<f64> = self
+            .of(placement, tasks)
+            .filter(|m| !m.run.overran)
+            .filter_map(|m| {
+                let other = self.of(child, tasks).find(|c| c.round == m.round && !c.run.overran)?;
+                (m.faults_per_sec() > 0.0).then(|| other.faults_per_sec() / m.faults_per_sec())
+            })
+            .collect();
+        stats::geometric_interval(&ratios)
+    }
+
     /// This placement's rate divided by the baseline's rate in the same round and task count.
     fn rate_ratio(&self, measurement: &Measurement) -> Option<f64> {
         if measurement.run.overran {
@@ -283,6 +302,7 @@ impl Report {
                 });
                 summaries.push(PlacementSummary {
                     per_cgroup: self.per_cgroup(placement, tasks),
+                    siblings_vs_child: self.siblings_vs_child(placement, tasks),
                     fixed_work,
                     lkp: BTreeMap::new(),
                     placement,
@@ -391,6 +411,9 @@ pub struct PlacementSummary<'a> {
     /// `siblings:N`: each sibling cgroup's rate; the placement's own figures are the whole.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_cgroup: Vec<CgroupRate>,
+    /// `siblings:N` with `child` in the run: the siblings' cost per fault over child's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub siblings_vs_child: Option<stats::RatioInterval>,
     /// LKP's names for the same figures: per_process_ops or per_thread_ops (mean rate per
     /// task), and scalability (at the largest task count of a sweep: rate / linear).
     #[serde(flatten)]
