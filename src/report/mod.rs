@@ -157,14 +157,12 @@ impl Report {
     fn memcg_cost(&self, placement: &Placement, tasks: usize) -> Option<MemcgCost> {
         let totals = self.profile_totals(placement, tasks)?;
         let per_slice: Vec<f64> = self.of(placement, tasks).filter_map(Self::memcg_ns_per_fault).collect();
-        let summary = stats::summarize(&per_slice)?;
-        let half_width =
-            (summary.n > 1).then(|| stats::t_quantile_95(summary.n - 1) * summary.stddev / (summary.n as f64).sqrt());
+        let ns = MeanInterval::of(&per_slice)?;
         Some(MemcgCost {
             share: totals.memcg_share()?,
-            ns_per_fault: summary.mean,
-            low: half_width.map(|h| summary.mean - h),
-            high: half_width.map(|h| summary.mean + h),
+            ns_per_fault: ns.mean,
+            low: ns.half_width.map(|h| ns.mean - h),
+            high: ns.half_width.map(|h| ns.mean + h),
             samples: totals.samples,
             lost: totals.lost,
             family_version: MEMCG_FAMILY_VERSION,

@@ -8,7 +8,7 @@
 //!
 //! One count per fallocate call, as will-it-scale counts.
 
-use super::{Counter, Shape, Unit, Workload, WorkloadSettings};
+use super::{Counter, Shape, Unit, Workload, WorkloadSettings, fresh_file};
 use std::os::fd::AsRawFd;
 
 /// will-it-scale's FILESIZE and BUFLEN.
@@ -20,12 +20,7 @@ pub const STEP_BYTES: i64 = FILE_BYTES / 128;
 /// slice per placement.
 pub fn check_dir(dir: &std::path::Path) -> Result<(), String> {
     let path = dir.join(format!(".faultscale-fallocate-check-{}", std::process::id()));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|e| format!("creating {}: {e}", path.display()))?;
+    let file = fresh_file(&path, 0)?;
     let _ = std::fs::remove_file(&path);
     // SAFETY: plain fallocate on a descriptor we own.
     if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, STEP_BYTES) } != 0 {
@@ -56,13 +51,7 @@ impl Workload for Fallocate {
     }
 
     fn prepare(&mut self) -> Result<(), String> {
-        let _ = std::fs::remove_file(&self.path);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&self.path)
-            .map_err(|e| format!("creating {}: {e}", self.path.display()))?;
+        let file = fresh_file(&self.path, 0)?;
         // Unlinked as will-it-scale does: the file lives as long as the worker.
         std::fs::remove_file(&self.path).map_err(|e| format!("unlinking {}: {e}", self.path.display()))?;
         // SAFETY: plain fallocate on our own descriptor; a file system without it is named now,
