@@ -7,6 +7,8 @@ pub mod markdown;
 pub mod plot;
 mod sink;
 pub mod table;
+#[cfg(test)]
+mod golden;
 
 pub use sink::Sink;
 

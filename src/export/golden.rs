@@ -1,0 +1,115 @@
+//! Golden outputs: every format rendered from fixed reports and compared byte for byte with
+//! tests/golden/, so a refactor that changes one character of the table, CSV, JSON, markdown,
+//! compare or plot fails here. `FAULTSCALE_BLESS=1 cargo test golden` rewrites the files
+//! (only on purpose, with the diff read).
+
+use std::path::PathBuf;
+
+use crate::compare;
+use crate::export::{self, Format};
+use crate::report::fixture::synthetic_report;
+use crate::report::{Failure, Report, Warning};
+use crate::results::RunFile;
+
+fn golden(name: &str, actual: &[u8]) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    if std::env::var_os("FAULTSCALE_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}; bless it first", path.display()));
+    if expected != actual {
+        panic!(
+            "{} differs from what was rendered:\n--- expected\n{}\n--- actual\n{}",
+            path.display(),
+            String::from_utf8_lossy(&expected),
+            String::from_utf8_lossy(actual)
+        );
+    }
+}
+
+/// Three rounds of root vs child, one with an overran child slice, a failure and warnings.
+fn eventful() -> Report {
+    let mut report = synthetic_report(&[(100_000.0, 90_000.0), (110_000.0, 100_000.0), (105_000.0, 95_000.0)]);
+    report.measurements[3].run.overran = true;
+    report.measurements[3].run.elapsed_ns = 2_500_000_000;
+    report.failures.push(Failure {
+        placement: report.measurements[1].placement.clone(),
+        tasks: 2,
+        round: 3,
+        reason: "worker 12 on CPU 1 died: killed by SIGKILL".into(),
+    });
+    report.warnings.push(Warning::Overran {
+        placement: "child".into(),
+        round: 2,
+        measured_s: 2.5,
+        asked_s: 2.0,
+    });
+    report.warnings.push(Warning::RoundRobin { tasks: 4, cpus: 2 });
+    report
+}
+
+fn reports() -> Vec<(&'static str, Report)> {
+    let mut interrupted = synthetic_report(&[(100_000.0, 95_000.0)]);
+    interrupted.interrupted = Some(2);
+    vec![("plain", synthetic_report(&[(100_000.0, 90_000.0), (101_000.0, 91_000.0)])), ("eventful", eventful()), ("interrupted", interrupted)]
+}
+
+fn render(write: impl FnOnce(&mut Vec<u8>) -> anyhow::Result<()>) -> Vec<u8> {
+    let mut out = Vec::new();
+    write(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn golden_run_outputs() {
+    for (name, report) in reports() {
+        golden(&format!("{name}.table"), &render(|out| export::table::write(out, &report)));
+        golden(&format!("{name}.csv"), &render(|out| export::csv::write(out, &export::csv::rows(&report, false))));
+        golden(
+            &format!("{name}.per-cpu.csv"),
+            &render(|out| export::csv::write(out, &export::csv::rows(&report, true))),
+        );
+        golden(
+            &format!("{name}.samples.csv"),
+            &render(|out| export::csv::write(out, &export::csv::sample_rows(&report))),
+        );
+        golden(&format!("{name}.json"), &render(|out| export::json::write(out, &report)));
+    }
+}
+
+#[test]
+fn golden_compare_and_plot() {
+    let base = synthetic_report(&[(100_000.0, 90_000.0), (101_000.0, 91_000.0), (99_000.0, 90_500.0)]);
+    let new = synthetic_report(&[(100_000.0, 85_000.0), (100_500.0, 86_000.0), (99_500.0, 85_500.0)]);
+    let csv_of = |report: &Report| String::from_utf8(render(|out| export::csv::write(out, &export::csv::rows(report, false)))).unwrap();
+    let json_of = |report: &Report| String::from_utf8(render(|out| export::json::write(out, report))).unwrap();
+    let base_csv = RunFile::from_csv("base.csv".into(), &csv_of(&base)).unwrap();
+    let new_csv = RunFile::from_csv("new.csv".into(), &csv_of(&new)).unwrap();
+    let new_json = RunFile::from_json("new.json".into(), &json_of(&new)).unwrap();
+    for (name, new_file) in [("csv", &new_csv), ("json", &new_json)] {
+        let changes = compare::compare(&base_csv, new_file);
+        for (format, extension) in [(Format::Table, "table"), (Format::Csv, "csv"), (Format::Markdown, "md")] {
+            golden(
+                &format!("compare-{name}.{extension}"),
+                &render(|out| export::comparison(out, &changes, format)),
+            );
+        }
+        let differences = compare::differences(&base_csv, new_file).join("\n");
+        golden(&format!("compare-{name}.differences"), differences.as_bytes());
+    }
+    let dir = tempfile_dir();
+    for chart in [export::plot::Chart::Bars, export::plot::Chart::Tasks, export::plot::Chart::Depth] {
+        let output = dir.join(format!("{chart:?}.svg"));
+        export::plot::plot(&base_csv, chart, &output).unwrap();
+        golden(&format!("plot-{chart:?}.svg"), &std::fs::read(&output).unwrap());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn tempfile_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("faultscale-golden-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
