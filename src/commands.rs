@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 
-use crate::bench;
 use crate::cgroup::{self, BaseSpec, Version, VersionChoice};
 use crate::compare;
 use crate::export::{self, OutputPath, Sink};
@@ -13,6 +12,7 @@ use crate::options::RunOptions;
 use crate::output;
 use crate::output::progress::TerminalProgress;
 use crate::results::RunFile;
+use crate::session;
 use crate::run::{self, Interrupted};
 use crate::usage;
 use crate::workload;
@@ -24,9 +24,10 @@ use crate::workload;
 pub fn measure(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode> {
     let plan = &options.plan;
     run::require_root("measuring")?;
+    let detected = cgroup::detect()?;
     if plan.base == BaseSpec::New
         && cgroup::base::systemd_manages()
-        && cgroup::detect()?.memory_hierarchy(plan.version)?.version == Version::V2
+        && detected.memory_hierarchy(plan.version)?.version == Version::V2
     {
         return Err(in_delegated_scope());
     }
@@ -71,7 +72,7 @@ pub fn measure(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode>
             checkpoint_failed = true;
         }
     };
-    let report = bench::run(plan, allowed_cpus, &mut progress, &mut checkpoint)?;
+    let report = session::run(plan, &detected, allowed_cpus, &mut progress, &mut checkpoint)?;
     drop(progress);
     for warning in &report.warnings {
         say!("faultscale: warning: {warning}");

@@ -18,7 +18,6 @@ macro_rules! out {
     }};
 }
 
-mod bench;
 mod cgroup;
 mod cli;
 mod commands;
@@ -31,6 +30,7 @@ mod plan;
 mod report;
 mod results;
 mod run;
+mod session;
 mod stats;
 mod text;
 mod usage;

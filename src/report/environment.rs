@@ -51,16 +51,37 @@ fn nonce() -> u32 {
     if filled == 4 { u32::from_ne_bytes(bytes) } else { crate::measure::clock::monotonic_ns() as u32 }
 }
 
+/// A run's identity: the harness's pid and 32 random bits, chosen before anything is made.
+#[derive(Clone, Copy)]
+pub struct RunId {
+    pid: u32,
+    nonce: u32,
+}
+
+impl RunId {
+    pub fn new() -> Self {
+        RunId { pid: std::process::id(), nonce: nonce() }
+    }
+
+    /// Prefix of every cgroup (and file directory) the run creates.
+    pub fn cgroup_run_name(&self) -> String {
+        format!("faultscale-{}-{:08x}", self.pid, self.nonce)
+    }
+}
+
 impl Environment {
+    /// The facts of a run whose baseline is `base_depth` levels below the hierarchy's root, in
+    /// `base`: the cgroup the run really builds in (for `--base new`, the one made for it).
     pub fn capture(
         detected: &Detected,
         hierarchy: &Hierarchy,
         base: &Path,
+        base_depth: usize,
+        run_id: &RunId,
         cpus: &[usize],
         allowed_cpus: &[usize],
     ) -> Self {
-        let pid = std::process::id();
-        let nonce = nonce();
+        let RunId { pid, nonce } = *run_id;
         let memory_options = match hierarchy.version {
             Version::V1 => format!("use_hierarchy={}", read_line_or(base.join("memory.use_hierarchy"), "unknown")),
             Version::V2 => hierarchy.mount_options.clone(),
@@ -85,7 +106,7 @@ impl Environment {
             cgroup_version: hierarchy.version,
             cgroup_mount: hierarchy.mount_point.display().to_string(),
             base_cgroup: hierarchy.cgroup_path(base),
-            base_depth: hierarchy.cgroup_path(base).split('/').filter(|p| !p.is_empty()).count(),
+            base_depth,
             cpus: format_cpu_list(cpus),
             thp_enabled: selected_option(&read_line_or("/sys/kernel/mm/transparent_hugepage/enabled", "unknown")),
             thp_defrag: selected_option(&read_line_or("/sys/kernel/mm/transparent_hugepage/defrag", "unknown")),
@@ -99,7 +120,7 @@ impl Environment {
             machine: crate::measure::machine::facts(cpus),
             command_line: std::env::args().collect::<Vec<_>>().join(" "),
             faultscale_version: env!("CARGO_PKG_VERSION").into(),
-            cgroup_run_name: format!("faultscale-{pid}-{nonce:08x}"),
+            cgroup_run_name: run_id.cgroup_run_name(),
         }
     }
 }

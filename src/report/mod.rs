@@ -15,7 +15,7 @@ use crate::plan::{Placement, Plan};
 use crate::run::{PlacementRun, WorkerResult};
 use crate::stats;
 use crate::workload::Unit;
-pub use environment::Environment;
+pub use environment::{Environment, RunId};
 pub use warnings::Warning;
 
 /// One placement measured once.

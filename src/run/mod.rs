@@ -1,15 +1,16 @@
-//! One placement's measurement: fork the pinned workers (a process each, or threads of one
-//! process), wait for all to be ready, release them with one signal, sample on the monotonic
-//! clock, stop them with one signal, read every counter while they are stopped, then kill and
-//! reap them.
+//! One slice: fork the pinned workers (a process each, or threads of one process), wait for all
+//! to be ready, release them with one signal, sample on the monotonic clock, stop them with one
+//! signal, read every counter while they are stopped, then kill and reap them (slice.rs). The
+//! session drives slices through `Slicer`, which `RealSlicer` implements.
 //!
 //! The harness is single-threaded: workers are forked from a process with no other thread.
 
+mod control;
 pub mod cpus;
 pub mod files;
-mod measure;
 mod result;
 pub mod signals;
+mod slice;
 pub mod slots;
 mod spec;
 pub mod topology;
@@ -18,9 +19,48 @@ mod workers;
 
 use nix::sys::signal::Signal;
 
-pub use measure::measure;
+use crate::cgroup::{Hierarchy, Leaf};
+
+pub use slice::SliceSpec;
 pub use result::{PlacementRun, Sample, WorkerResult};
 pub use spec::{KernelCountSource, Mode, RunSpec};
+
+/// The seam between the session and the real measurement: the session asks for slices through
+/// it, and its unit tests answer with a fake that forks nothing (hyperfine's Executor and
+/// MockExecutor).
+pub trait Slicer {
+    /// Measures one slice; `warn` collects what had to be done differently from what was asked.
+    fn measure(
+        &mut self,
+        slice: &SliceSpec,
+        warn: &mut dyn FnMut(Notice),
+        progress: &mut dyn Progress,
+    ) -> anyhow::Result<PlacementRun>;
+    /// The memcg oom_kill count of `leaf` now, so a worker's death can be blamed on the OOM
+    /// killer from the memcg's own count, not a guess.
+    fn oom_kills(&self, leaf: &Leaf) -> u64;
+}
+
+/// Slices measured for real: forked, pinned workers in real cgroups.
+pub struct RealSlicer {
+    pub spec: RunSpec,
+    pub hierarchy: Hierarchy,
+}
+
+impl Slicer for RealSlicer {
+    fn measure(
+        &mut self,
+        slice: &SliceSpec,
+        warn: &mut dyn FnMut(Notice),
+        progress: &mut dyn Progress,
+    ) -> anyhow::Result<PlacementRun> {
+        slice::measure(&self.spec, slice, &self.hierarchy, warn, progress)
+    }
+
+    fn oom_kills(&self, leaf: &Leaf) -> u64 {
+        crate::measure::memcg::oom_kills(&leaf.fs_path).unwrap_or(0)
+    }
+}
 
 /// Where the run stands at a sample.
 pub struct Tick {

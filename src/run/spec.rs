@@ -23,11 +23,10 @@ impl Mode {
     }
 }
 
-/// What the run measures, the same for every placement.
+/// What the run measures, the same for every placement and slice (each slice's CPUs are its own).
 #[derive(Debug, Clone)]
 pub struct RunSpec {
     pub mode: Mode,
-    pub cpus: Vec<usize>,
     pub settings: WorkloadSettings,
     pub duration: Duration,
     pub warmup: Duration,
