@@ -11,6 +11,7 @@ use crate::export::{self, OutputPath, Sink};
 use crate::options::RunOptions;
 use crate::output;
 use crate::output::progress::TerminalProgress;
+use crate::report::Report;
 use crate::results::RunFile;
 use crate::session;
 use crate::run::{self, Interrupted};
@@ -32,15 +33,7 @@ pub fn measure(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode>
         return Err(in_delegated_scope());
     }
     // Outputs are resolved and opened before anything is created, so a bad path costs nothing.
-    let open = |option: &str, path: &Option<OutputPath>| {
-        path.as_ref().map(|p| Sink::open(option, p)).transpose().map_err(usage::usage)
-    };
-    let mut csv_sink = open("--csv", &options.csv)?;
-    let mut json_sink = open("--json", &options.json)?;
-    let mut samples_sink = open("--samples-csv", &options.samples_csv)?;
-    Sink::check_distinct(&[&csv_sink, &json_sink, &samples_sink].into_iter().flatten().collect::<Vec<_>>())
-        .map_err(usage::usage)?;
-
+    let mut outputs = Outputs::open(options)?;
     if plan.profile {
         // Before anything is created: a machine without perf events (or without the right to
         // sample) says so in one line.
@@ -54,67 +47,110 @@ pub fn measure(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode>
     let mut progress = TerminalProgress::new(options.quiet, unit);
     run::signals::install_for_run();
     // After every slice the files on disk hold everything measured so far, run_complete=false.
-    let mut checkpoint_failed = false;
-    let mut checkpoint = |report: &crate::report::Report| {
-        let written = [
-            csv_sink
-                .as_mut()
-                .map(|s| s.checkpoint(|out| export::csv::write(out, &export::csv::rows(report, options.per_cpu)))),
-            json_sink.as_mut().map(|s| s.checkpoint(|out| export::json::write(out, report))),
-            samples_sink
-                .as_mut()
-                .map(|s| s.checkpoint(|out| export::csv::write(out, &export::csv::sample_rows(report)))),
-        ];
-        for error in written.into_iter().flatten().filter_map(Result::err) {
-            if !checkpoint_failed {
-                say!("faultscale: warning: {error:#}; the files are written at the end instead");
-            }
-            checkpoint_failed = true;
-        }
-    };
-    let report = session::run(plan, &detected, allowed_cpus, &mut progress, &mut checkpoint)?;
+    let report = session::run(plan, &detected, allowed_cpus, &mut progress, &mut |report| outputs.checkpoint(report))?;
     drop(progress);
     for warning in &report.warnings {
         say!("faultscale: warning: {warning}");
     }
     if !options.quiet {
-        // With an output on stdout (-) the table goes to stderr, so stdout stays parseable. A
-        // table nobody reads (`| true`) is no reason to lose the files.
-        let stdout_taken =
-            [&options.csv, &options.json, &options.samples_csv].iter().any(|o| matches!(o, Some(OutputPath::Stdout)));
-        let printed = if stdout_taken {
-            export::table::write(&mut std::io::stderr(), &report)
-        } else {
-            export::table::write(&mut std::io::stdout().lock(), &report)
+        print_table(options, &report);
+    }
+    let write_failed = !outputs.write(&report);
+    Ok(exit_status(&report, write_failed))
+}
+
+/// The files a run writes: opened before it starts, rewritten after every slice, written whole
+/// at the end.
+struct Outputs {
+    csv: Option<Sink>,
+    json: Option<Sink>,
+    samples: Option<Sink>,
+    per_cpu: bool,
+    profile_dir: Option<std::path::PathBuf>,
+    checkpoint_failed: bool,
+}
+
+impl Outputs {
+    fn open(options: &RunOptions) -> Result<Self> {
+        let open = |option: &str, path: &Option<OutputPath>| {
+            path.as_ref().map(|p| Sink::open(option, p)).transpose().map_err(usage::usage)
         };
-        if let Err(e) = printed {
-            say!("faultscale: warning: the table could not be printed ({e:#}); the files are written");
+        let outputs = Outputs {
+            csv: open("--csv", &options.csv)?,
+            json: open("--json", &options.json)?,
+            samples: open("--samples-csv", &options.samples_csv)?,
+            per_cpu: options.per_cpu,
+            profile_dir: options.plan.profile_dir.clone(),
+            checkpoint_failed: false,
+        };
+        Sink::check_distinct(&[&outputs.csv, &outputs.json, &outputs.samples].into_iter().flatten().collect::<Vec<_>>())
+            .map_err(usage::usage)?;
+        Ok(outputs)
+    }
+
+    /// Every file rewritten with the report so far; a file that cannot be is written at the end.
+    fn checkpoint(&mut self, report: &Report) {
+        let per_cpu = self.per_cpu;
+        let written = [
+            self.csv.as_mut().map(|s| s.checkpoint(|out| export::csv::write(out, &export::csv::rows(report, per_cpu)))),
+            self.json.as_mut().map(|s| s.checkpoint(|out| export::json::write(out, report))),
+            self.samples.as_mut().map(|s| s.checkpoint(|out| export::csv::write(out, &export::csv::sample_rows(report)))),
+        ];
+        for error in written.into_iter().flatten().filter_map(Result::err) {
+            if !self.checkpoint_failed {
+                say!("faultscale: warning: {error:#}; the files are written at the end instead");
+            }
+            self.checkpoint_failed = true;
         }
     }
-    let mut write_failed = false;
-    let mut write = |sink: Option<Sink>, write: &dyn Fn(&mut dyn std::io::Write) -> Result<()>| {
-        if let Some(sink) = sink
-            && !report.measurements.is_empty()
-            && let Err(e) = sink.write_with(write)
-        {
-            say!("faultscale: error: {e:#}");
-            write_failed = true;
-        }
-    };
-    write(csv_sink, &|out| export::csv::write(out, &export::csv::rows(&report, options.per_cpu)));
-    write(json_sink, &|out| export::json::write(out, &report));
-    write(samples_sink, &|out| export::csv::write(out, &export::csv::sample_rows(&report)));
-    if let Some(dir) = &plan.profile_dir
-        && !report.measurements.is_empty()
-    {
-        match export::flamegraph::write(dir, &report) {
-            Ok(written) => say!("faultscale: wrote {} profile files in {}", written.len(), dir.display()),
-            Err(e) => {
+
+    /// The final files and flame graphs; false when one could not be written (each said).
+    fn write(self, report: &Report) -> bool {
+        let mut all_written = true;
+        let mut write = |sink: Option<Sink>, write: &dyn Fn(&mut dyn std::io::Write) -> Result<()>| {
+            if let Some(sink) = sink
+                && !report.measurements.is_empty()
+                && let Err(e) = sink.write_with(write)
+            {
                 say!("faultscale: error: {e:#}");
-                write_failed = true;
+                all_written = false;
+            }
+        };
+        write(self.csv, &|out| export::csv::write(out, &export::csv::rows(report, self.per_cpu)));
+        write(self.json, &|out| export::json::write(out, report));
+        write(self.samples, &|out| export::csv::write(out, &export::csv::sample_rows(report)));
+        if let Some(dir) = &self.profile_dir
+            && !report.measurements.is_empty()
+        {
+            match export::flamegraph::write(dir, report) {
+                Ok(written) => say!("faultscale: wrote {} profile files in {}", written.len(), dir.display()),
+                Err(e) => {
+                    say!("faultscale: error: {e:#}");
+                    all_written = false;
+                }
             }
         }
+        all_written
     }
+}
+
+/// The table, on stdout; with an output on stdout (-) on stderr, so stdout stays parseable. A
+/// table nobody reads (`| true`) is no reason to lose the files.
+fn print_table(options: &RunOptions, report: &Report) {
+    let stdout_taken =
+        [&options.csv, &options.json, &options.samples_csv].iter().any(|o| matches!(o, Some(OutputPath::Stdout)));
+    let printed = if stdout_taken {
+        export::table::write(&mut std::io::stderr(), report)
+    } else {
+        export::table::write(&mut std::io::stdout().lock(), report)
+    };
+    if let Err(e) = printed {
+        say!("faultscale: warning: the table could not be printed ({e:#}); the files are written");
+    }
+}
+
+/// 128+signal after a stop signal, 1 after a failed slice, removal or write, else 0.
+fn exit_status(report: &Report, write_failed: bool) -> ExitCode {
     if let Some(e) = &report.removal_error {
         say!("faultscale: error: the measurements are written, but {e}");
     }
@@ -126,13 +162,13 @@ pub fn measure(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode>
                 Interrupted(signal)
             ),
         }
-        return Ok(ExitCode::from(128 + signal as u8));
+        return ExitCode::from(128 + signal as u8);
     }
     for failure in &report.failures {
         say!("faultscale: error: {} slice {}: {}", failure.placement.name, failure.round, failure.reason);
     }
     let clean = report.failures.is_empty() && report.removal_error.is_none() && !write_failed;
-    Ok(if clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    if clean { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
 /// `--base new` where systemd manages the cgroup tree: its delegation rules forbid making
