@@ -5,11 +5,9 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
-/// Zeroed memory: the worker has not reported yet.
-#[allow(dead_code)]
-pub const STATE_STARTING: u32 = 0;
+// A worker's state, 0 (zeroed memory) until it reports: ready, then failed or (fixed work)
+// done. A running worker stays `ready`: its start shows in `start_ns`.
 pub const STATE_READY: u32 = 1;
-pub const STATE_RUNNING: u32 = 2;
 pub const STATE_FAILED: u32 = 3;
 /// --iterations: the worker did its fixed work and is parked.
 pub const STATE_DONE: u32 = 4;
@@ -20,7 +18,6 @@ const MESSAGE_BYTES: usize = 160;
 pub struct Slot {
     pub iterations: AtomicU64,
     pub state: AtomicU32,
-    pub cpu_seen: AtomicI32,
     /// The worker's thread id (its pid in process mode), for perf and /proc.
     pub tid: AtomicI32,
     /// CLOCK_MONOTONIC ns at which the worker left its wait and entered the loop.
@@ -68,6 +65,8 @@ pub struct Slots {
 // SAFETY: the mapping is only reached through `get`, which hands out `&Slot`, and `Slot` is
 // Sync; the pointer itself is never written after `new`.
 unsafe impl Send for Slots {}
+// SAFETY: as for Send: shared access goes through `&Slot` only, whose fields are atomics or
+// guarded by the state's Release/Acquire (see Slot's Sync impl).
 unsafe impl Sync for Slots {}
 
 impl Slots {

@@ -12,7 +12,7 @@ use nix::sys::signal::SigSet;
 use nix::unistd::{Pid, getppid, setpgid};
 
 use super::signals;
-use super::slots::{STATE_DONE, STATE_READY, STATE_RUNNING, Slot, Slots};
+use super::slots::{STATE_DONE, STATE_READY, Slot, Slots};
 use crate::measure::clock::monotonic_ns;
 use crate::workload::{self, WorkloadSettings};
 
@@ -153,14 +153,12 @@ fn worker(plan: &WorkerPlan, slot_index: usize, cpu: usize, gate: &StartGate) ->
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
     slot.ready_minflt.store(usage.ru_minflt as u64, Ordering::Relaxed);
-    slot.cpu_seen.store(cpu as i32, Ordering::Relaxed);
     slot.state.store(STATE_READY, Ordering::Release);
 
     if let Err(e) = gate.wait() {
         return e;
     }
     slot.start_ns.store(monotonic_ns(), Ordering::Relaxed);
-    slot.state.store(STATE_RUNNING, Ordering::Relaxed);
     match workload.run(&workload::Counter::new(&slot.iterations, plan.settings.fixed_iterations)) {
         Err(reason) => reason,
         Ok(()) => {

@@ -138,6 +138,8 @@ impl Workers {
                     libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
                 )
             };
+            // SAFETY: si_pid is the field waitid fills for a child's state change; the zeroed
+            // struct reads 0 there when nothing changed.
             rc == 0 && unsafe { info.si_pid() } != 0
         })
     }

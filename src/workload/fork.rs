@@ -44,6 +44,8 @@ impl Workload for Fork {
             // SAFETY: the child only writes memory and calls _exit.
             match unsafe { libc::fork() } {
                 -1 => return Err(format!("fork: {}", std::io::Error::last_os_error())),
+                // SAFETY: in the child, which touches only its inherited mapping and exits
+                // without unwinding or running any destructor.
                 0 => unsafe {
                     touch_pages(self.memory, self.bytes, self.page_size);
                     libc::_exit(0)
