@@ -1,5 +1,6 @@
-//! /proc/PID/stat, parsed once for everyone: the per-thread fault and CPU counters the harness
-//! reads from frozen worker threads, and the process scan that finds other faultscale runs.
+//! /proc through the procfs crate: the per-thread fault, CPU and scheduler counters the harness
+//! reads from frozen worker threads, each CPU's steal, and the process scan that finds other
+//! faultscale runs.
 
 /// The fields of a stat line faultscale uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,36 +14,73 @@ pub struct ProcStat {
     pub sys_us: u64,
 }
 
-/// Fields 2 (comm), 3 (state), 4 (ppid), 10 (minflt), 14 (utime) and 15 (stime) of a stat line. The
-/// command name may hold spaces and parentheses; the fields resume after the last ')', at 3.
+/// A stat line's fields faultscale uses, parsed by the procfs crate (a command name may hold
+/// spaces and parentheses; the fields resume after the last ')').
 pub fn parse_stat(text: &str, ticks_per_sec: u64) -> Option<ProcStat> {
-    let comm = text[text.find('(')? + 1..text.rfind(')')?].to_string();
-    let fields: Vec<&str> = text[text.rfind(')')? + 1..].split_whitespace().collect();
-    let field = |n: usize| -> Option<u64> { fields.get(n - 3)?.parse().ok() };
+    use procfs::FromRead;
+    from_stat(procfs::process::Stat::from_read(text.as_bytes()).ok()?, ticks_per_sec)
+}
+
+fn from_stat(stat: procfs::process::Stat, ticks_per_sec: u64) -> Option<ProcStat> {
     let to_us = |ticks: u64| ticks * 1_000_000 / ticks_per_sec;
     Some(ProcStat {
-        comm,
-        state: fields.first()?.chars().next()?,
-        parent: field(4)? as u32,
-        minflt: field(10)?,
-        user_us: to_us(field(14)?),
-        sys_us: to_us(field(15)?),
+        comm: stat.comm,
+        state: stat.state,
+        parent: u32::try_from(stat.ppid).ok()?,
+        minflt: stat.minflt,
+        user_us: to_us(stat.utime),
+        sys_us: to_us(stat.stime),
     })
 }
 
-fn clock_ticks_per_sec() -> u64 {
-    nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as u64
+fn task(pid: i32, tid: i32) -> Option<procfs::process::Task> {
+    procfs::process::Process::new(pid).ok()?.task_from_tid(tid).ok()
 }
 
 /// One thread's counters, from /proc/PID/task/TID/stat.
 pub fn task_stat(pid: i32, tid: i32) -> Option<ProcStat> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
-    parse_stat(&text, clock_ticks_per_sec())
+    from_stat(task(pid, tid)?.stat().ok()?, procfs::ticks_per_second())
 }
 
 pub fn process_stat(pid: u32) -> Option<ProcStat> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text, clock_ticks_per_sec())
+    from_stat(procfs::process::Process::new(pid as i32).ok()?.stat().ok()?, procfs::ticks_per_second())
+}
+
+/// A thread's scheduler times so far, in ns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SchedTimes {
+    /// On its CPU (schedstat's first field, the scheduler's exact sum).
+    pub on_cpu_ns: u64,
+    /// Runnable, waiting for a CPU (schedstat's run_delay); None where the kernel keeps no
+    /// schedstat and the thread's CPU clock stood in for the time on CPU.
+    pub wait_ns: Option<u64>,
+}
+
+/// /proc/PID/task/TID/schedstat, or where it is absent the thread's CPU clock.
+pub fn sched_times(pid: i32, tid: i32) -> Option<SchedTimes> {
+    match task(pid, tid).and_then(|t| t.schedstat().ok()) {
+        Some(s) => Some(SchedTimes { on_cpu_ns: s.sum_exec_runtime, wait_ns: Some(s.run_delay) }),
+        None => thread_cpu_ns(tid).map(|on_cpu_ns| SchedTimes { on_cpu_ns, wait_ns: None }),
+    }
+}
+
+/// Another thread's CPU clock: the kernel's CPUCLOCK_SCHED clock id of `tid` (what
+/// pthread_getcpuclockid makes for a thread of one's own; the kernel takes it for any thread).
+fn thread_cpu_ns(tid: i32) -> Option<u64> {
+    let clock = ((!tid) << 3) | 4 | 2;
+    let mut time = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime with a valid out-pointer; an invalid clock id is an error, not UB.
+    let rc = unsafe { libc::clock_gettime(clock as libc::clockid_t, &mut time) };
+    (rc == 0).then(|| time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64)
+}
+
+/// Each CPU's hypervisor steal so far, in ns, indexed by CPU number (None where /proc/stat
+/// has no steal column or no line for it).
+pub fn steal_ns() -> Vec<Option<u64>> {
+    use procfs::CurrentSI;
+    let Ok(stats) = procfs::KernelStats::current() else { return Vec::new() };
+    let ns_per_tick = 1_000_000_000 / procfs::ticks_per_second();
+    stats.cpu_time.iter().map(|cpu| cpu.steal.map(|ticks| ticks * ns_per_tick)).collect()
 }
 
 /// Other processes whose command name is `harness_name`: the harnesses of other runs (workers
