@@ -28,7 +28,7 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row> {
                     faults: worker.loop_faults,
                     faults_per_sec: round6(faults_per_sec),
                     faults_per_sec_per_task: round6(faults_per_sec),
-                    ns_per_fault: ns_per(faults_per_sec),
+                    ns_per_fault: crate::stats::ns_per_unit(faults_per_sec, 1).map(round6),
                     kernel_faults: worker.kernel_faults,
                     user_s: round6(worker.user_us as f64 / 1e6),
                     sys_s: round6(worker.sys_us as f64 / 1e6),
@@ -78,7 +78,7 @@ fn summary_row(report: &Report, m: &Measurement, workload: &str, mode: &str) -> 
         faults: m.run.loop_faults(),
         faults_per_sec: round6(m.faults_per_sec()),
         faults_per_sec_per_task: round6(m.faults_per_sec() / tasks as f64),
-        ns_per_fault: ns_per(m.faults_per_sec() / tasks as f64),
+        ns_per_fault: m.ns_per_fault().map(round6),
         kernel_faults: m.run.kernel_faults(),
         user_s: round6(m.run.workers.iter().map(|w| w.user_us).sum::<u64>() as f64 / 1e6),
         sys_s: round6(m.run.workers.iter().map(|w| w.sys_us).sum::<u64>() as f64 / 1e6),
@@ -106,11 +106,6 @@ fn summary_row(report: &Report, m: &Measurement, workload: &str, mode: &str) -> 
         knobs: knobs_of(report, m),
         iterations_per_task: report.plan.iterations,
     }
-}
-
-/// Nanoseconds per unit at `per_sec` units a second; none for a rate of zero.
-fn ns_per(per_sec: f64) -> Option<f64> {
-    (per_sec > 0.0).then(|| round6(1e9 / per_sec))
 }
 
 /// The knob files written for the measurement's placement, with the level each is on.
