@@ -250,69 +250,71 @@ impl RunFile {
         let mode = settings["mode"].as_str().unwrap_or("process");
         let mut file = RunFile { name: name.clone(), ..Default::default() };
         for m in document["measurements"].as_array().ok_or_else(|| anyhow!("{name}: no measurements"))? {
-            let tasks = m["run"]["workers"].as_array().map(|w| w.len() as u64).unwrap_or(0);
-            let placement = m["placement"].as_str().unwrap_or("?");
-            let rate = figure(
-                &name,
-                placement,
-                "faults_per_sec",
-                m["faults_per_sec"].as_f64(),
-                &m["faults_per_sec"].to_string(),
-            )?;
-            if tasks == 0 {
-                bail!("{name}: {placement}: a measurement has no workers");
-            }
-            if let Some(depth) = m["depth"].as_u64() {
-                file.depths.insert(placement.to_string(), depth);
-            }
-            let overhead = match (&m["overhead_vs_baseline"], &m["ratio_vs_root"]) {
-                (serde_json::Value::Null, serde_json::Value::Null) => None,
-                (serde_json::Value::Null, ratio) => {
-                    figure(&name, placement, "ratio_vs_root", ratio.as_f64(), &ratio.to_string())
-                        .map(crate::stats::overhead)?
-                }
-                (value, _) => {
-                    Some(figure(&name, placement, "overhead_vs_baseline", value.as_f64(), &value.to_string())?)
-                }
-            };
-            let k = key(workload, mode, tasks, placement);
-            if let Some(value) = m["memcg_ns_per_fault"].as_f64() {
-                file.memcg_ns.entry(k.clone()).or_default().push(value);
-            }
-            let row_settings = file.settings.entry(k.clone()).or_default();
-            for setting in SETTINGS {
-                let value = match setting {
-                    "knobs" => continue,
-                    "kernel_count_source" => m["run"]["kernel_source"].as_str().map(str::to_string),
-                    _ => settings[setting]
-                        .as_str()
-                        .map(str::to_string)
-                        .or_else(|| settings[setting].as_u64().map(|v| v.to_string())),
-                };
-                if let Some(value) = value {
-                    row_settings.entry(setting).or_insert(value);
-                }
-            }
-            file.add(k, rate, overhead);
+            file.add_measurement(settings, workload, mode, m)?;
         }
-        let env = &document["environment"];
-        for fact in FACTS {
-            if let Some(value) = env[fact].as_str() {
-                file.facts.insert(fact, value.to_string());
-            }
-        }
-        for fact in MACHINE_FACTS {
-            if let Some(value) = env["machine"][fact].as_str() {
-                file.facts.insert(fact, value.to_string());
-            }
-        }
-        if let Some(cpus) = env["allowed_cpus"].as_str() {
-            file.facts.insert("allowed_cpus", cpus.to_string());
-        }
+        file.add_json_facts(&document["environment"]);
         if file.rates.is_empty() {
             bail!("{name}: no measurements");
         }
         Ok(file)
+    }
+
+    /// One measurement of a JSON file, its figures checked.
+    fn add_measurement(
+        &mut self,
+        settings: &serde_json::Value,
+        workload: &str,
+        mode: &str,
+        m: &serde_json::Value,
+    ) -> Result<()> {
+        let name = &self.name;
+        let tasks = m["run"]["workers"].as_array().map(|w| w.len() as u64).unwrap_or(0);
+        let placement = m["placement"].as_str().unwrap_or("?");
+        let number =
+            |what: &str, value: &serde_json::Value| figure(name, placement, what, value.as_f64(), &value.to_string());
+        let rate = number("faults_per_sec", &m["faults_per_sec"])?;
+        if tasks == 0 {
+            bail!("{name}: {placement}: a measurement has no workers");
+        }
+        if let Some(depth) = m["depth"].as_u64() {
+            self.depths.insert(placement.to_string(), depth);
+        }
+        let overhead = match (&m["overhead_vs_baseline"], &m["ratio_vs_root"]) {
+            (serde_json::Value::Null, serde_json::Value::Null) => None,
+            (serde_json::Value::Null, ratio) => number("ratio_vs_root", ratio).map(crate::stats::overhead)?,
+            (value, _) => Some(number("overhead_vs_baseline", value)?),
+        };
+        let k = key(workload, mode, tasks, placement);
+        if let Some(value) = m["memcg_ns_per_fault"].as_f64() {
+            self.memcg_ns.entry(k.clone()).or_default().push(value);
+        }
+        let row_settings = self.settings.entry(k.clone()).or_default();
+        for setting in SETTINGS {
+            let value = match setting {
+                "knobs" => continue,
+                "kernel_count_source" => m["run"]["kernel_source"].as_str().map(str::to_string),
+                _ => settings[setting]
+                    .as_str()
+                    .map(str::to_string)
+                    .or_else(|| settings[setting].as_u64().map(|v| v.to_string())),
+            };
+            if let Some(value) = value {
+                row_settings.entry(setting).or_insert(value);
+            }
+        }
+        self.add(k, rate, overhead);
+        Ok(())
+    }
+
+    /// The machine facts of a JSON file's environment.
+    fn add_json_facts(&mut self, env: &serde_json::Value) {
+        let found = FACTS.iter().map(|fact| (*fact, &env[fact]));
+        let machine = MACHINE_FACTS.iter().map(|fact| (*fact, &env["machine"][fact]));
+        for (fact, value) in found.chain(machine).chain([("allowed_cpus", &env["allowed_cpus"])]) {
+            if let Some(value) = value.as_str() {
+                self.facts.insert(fact, value.to_string());
+            }
+        }
     }
 }
 
