@@ -4,6 +4,7 @@
 //! (Welch's t at 95%), each side's CV, and the change in the root/child overhead itself.
 //! This file matches and tests; export/ formats the result.
 
+use crate::report::lkp;
 use crate::results::RunFile;
 use crate::stats::{self, summarize};
 
@@ -49,27 +50,22 @@ pub struct Change {
     pub new_scalability: Option<f64>,
 }
 
-/// LKP's name for the mean rate per task in `mode`.
-pub fn lkp_metric(mode: &str) -> &'static str {
-    if mode == "thread" { "per_thread_ops" } else { "per_process_ops" }
-}
-
 /// The row's scalability in `file` if its task count is the largest of a sweep there: the
 /// rate over (the smallest count's rate x tasks / that count).
 fn scalability(file: &RunFile, key: &crate::results::Key) -> Option<f64> {
     let same =
         |k: &&crate::results::Key| k.workload == key.workload && k.mode == key.mode && k.placement == key.placement;
-    let counts: Vec<u64> = file.rates.keys().filter(same).map(|k| k.tasks).collect();
-    let (smallest, largest) = (*counts.iter().min()?, *counts.iter().max()?);
-    if largest != key.tasks || smallest == largest {
+    let sweep: Vec<(usize, f64)> = file
+        .rates
+        .iter()
+        .filter(|(k, _)| same(k))
+        .filter_map(|(k, rates)| Some((k.tasks as usize, summarize(rates)?.mean)))
+        .collect();
+    let largest = sweep.iter().map(|(tasks, _)| *tasks).max()?;
+    if largest as u64 != key.tasks {
         return None;
     }
-    let mean = |tasks: u64| -> Option<f64> {
-        let k = file.rates.keys().find(|k| same(k) && k.tasks == tasks)?;
-        summarize(&file.rates[k]).map(|s| s.mean)
-    };
-    let base = mean(smallest)?;
-    (base > 0.0).then(|| mean(largest).map(|rate| rate / (base * largest as f64 / smallest as f64)))?
+    stats::vs_linear(&sweep, largest)
 }
 
 /// Rows of the two files whose settings differ, one line each: comparing them would mix a
@@ -131,9 +127,9 @@ pub fn compare(base: &RunFile, new: &RunFile) -> Vec<Change> {
             memcg_ns_change_low: memcg.map(|c| c.low),
             memcg_ns_change_high: memcg.map(|c| c.high),
             memcg_p_holm: memcg.map(|c| c.p),
-            lkp_metric: lkp_metric(&key.mode),
-            base_per_task_ops: b.mean / key.tasks as f64,
-            new_per_task_ops: n.mean / key.tasks as f64,
+            lkp_metric: lkp::per_task_metric(&key.mode),
+            base_per_task_ops: lkp::per_task_ops(b.mean, key.tasks as usize),
+            new_per_task_ops: lkp::per_task_ops(n.mean, key.tasks as usize),
             base_scalability: scalability(base, key),
             new_scalability: scalability(new, key),
         });

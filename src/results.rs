@@ -6,6 +6,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
 
+pub mod row;
+use row::Row;
+
 /// Rows match on these.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Key {
@@ -53,6 +56,18 @@ fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> 
 
 const FACTS: [&str; 5] = ["kernel", "host", "cgroup_version", "thp_enabled", "governor"];
 
+/// A CSV row's machine facts, named as FACTS names them.
+fn csv_facts(row: &Row) -> [(&'static str, &str); 5] {
+    let [kernel, host, cgroup_version, thp_enabled, governor] = FACTS;
+    [
+        (kernel, &row.kernel),
+        (host, &row.host),
+        (cgroup_version, &row.cgroup_version),
+        (thp_enabled, &row.thp_enabled),
+        (governor, &row.governor),
+    ]
+}
+
 /// Machine facts `compare` warns about when two JSON files differ in them.
 const MACHINE_FACTS: [&str; 8] =
     ["smt_active", "numa_balancing", "mitigations", "swap", "zswap", "lru_gen", "overcommit_memory", "nmi_watchdog"];
@@ -69,6 +84,66 @@ pub fn key(workload: &str, mode: &str, tasks: u64, placement: &str) -> Key {
 /// The baseline's names: `root` in the hierarchy's true root, `base` anywhere else.
 pub fn is_baseline(placement: &str) -> bool {
     placement == "root" || placement == "base"
+}
+
+/// Columns every version wrote: a file without one is not a faultscale --csv file.
+const ESSENTIAL: [&str; 6] = ["workload", "mode", "tasks", "placement", "cpu", "faults_per_sec"];
+
+/// A CSV file's header: the essential columns found, and which of the others it has (a file
+/// from an earlier version lacks the newer ones; they read as the row type's defaults).
+struct Columns {
+    headers: csv::StringRecord,
+    tasks: usize,
+    cpu: usize,
+    /// overhead_vs_baseline is written; files from before it read their rate ratio instead.
+    overhead: bool,
+    ratio_vs_root: Option<usize>,
+    depth: bool,
+}
+
+impl Columns {
+    fn of(name: &str, headers: csv::StringRecord) -> Result<Self> {
+        let position = |wanted: &str| headers.iter().position(|h| h == wanted);
+        if let Some(missing) = ESSENTIAL.iter().find(|c| position(c).is_none()) {
+            bail!("{name}: no {missing} column; is this a faultscale --csv file?");
+        }
+        let (overhead, ratio_vs_root) = (position("overhead_vs_baseline").is_some(), position("ratio_vs_root"));
+        if !overhead && ratio_vs_root.is_none() {
+            bail!("{name}: no overhead_vs_baseline column; is this a faultscale --csv file?");
+        }
+        Ok(Columns {
+            tasks: position("tasks").expect("essential"),
+            cpu: position("cpu").expect("essential"),
+            overhead,
+            ratio_vs_root,
+            depth: position("depth").is_some(),
+            headers,
+        })
+    }
+
+    fn has(&self, column: &str) -> bool {
+        self.headers.iter().any(|h| h == column)
+    }
+}
+
+/// The error for a cell the row type cannot take, in the words of the checks after it.
+fn unreadable(
+    name: &str,
+    place: &str,
+    columns: &Columns,
+    record: &csv::StringRecord,
+    error: csv::Error,
+) -> anyhow::Error {
+    let csv::ErrorKind::Deserialize { err, .. } = error.kind() else { return anyhow!("{name}: {place}: {error}") };
+    let cell = err.field().and_then(|i| Some((columns.headers.get(i as usize)?, record.get(i as usize)?)));
+    match cell {
+        Some(("tasks", text)) => anyhow!("{name}: {place}: tasks {text:?} is not a task count"),
+        Some((column @ ("faults_per_sec" | "overhead_vs_baseline" | "memcg_ns_per_fault"), text)) => {
+            anyhow!("{name}: {place}: {column} {text:?} is not a finite, non-negative number")
+        }
+        Some((column, text)) => anyhow!("{name}: {place}: {column} {text:?}: {}", err.kind()),
+        None => anyhow!("{name}: {place}: {error}"),
+    }
 }
 
 impl RunFile {
@@ -102,71 +177,68 @@ impl RunFile {
     pub fn from_csv(name: String, text: &str) -> Result<Self> {
         let mut reader = csv::Reader::from_reader(text.as_bytes());
         let headers = reader.headers().with_context(|| format!("{name}: not a faultscale CSV"))?.clone();
-        let column = |wanted: &str| {
-            headers
-                .iter()
-                .position(|h| h == wanted)
-                .ok_or_else(|| anyhow!("{name}: no {wanted} column; is this a faultscale --csv file?"))
-        };
-        let depth_column = headers.iter().position(|h| h == "depth");
-        let [workload, mode, tasks, placement, cpu, rate] =
-            ["workload", "mode", "tasks", "placement", "cpu", "faults_per_sec"].map(column);
-        let (workload, mode, tasks, placement, cpu, rate) = (workload?, mode?, tasks?, placement?, cpu?, rate?);
-        // The overhead itself; files from before it was written read their rate ratio instead.
-        let overhead_column = headers.iter().position(|h| h == "overhead_vs_baseline");
-        let ratio_column = headers.iter().position(|h| h == "ratio_vs_root");
-        if overhead_column.is_none() && ratio_column.is_none() {
-            bail!("{name}: no overhead_vs_baseline column; is this a faultscale --csv file?");
-        }
-        let complete_column = headers.iter().position(|h| h == "run_complete");
-        let memcg_column = headers.iter().position(|h| h == "memcg_ns_per_fault");
-        let setting_columns: Vec<(&'static str, usize)> =
-            SETTINGS.iter().filter_map(|s| headers.iter().position(|h| h == *s).map(|i| (*s, i))).collect();
+        let columns = Columns::of(&name, headers)?;
         let mut file = RunFile { name: name.clone(), ..Default::default() };
         for (line, record) in reader.records().enumerate() {
             let record = record.with_context(|| format!("{name}: row {}", line + 2))?;
-            if !record[cpu].is_empty() {
+            if !record[columns.cpu].is_empty() {
                 continue; // --per-cpu rows
             }
-            let row = format!("row {}", line + 2);
-            let number =
-                |i: usize| -> Result<f64> { figure(&name, &row, &headers[i], record[i].parse().ok(), &record[i]) };
-            let tasks_count = number(tasks)?;
-            if tasks_count < 1.0 || tasks_count.fract() != 0.0 || tasks_count > 1e6 {
-                bail!("{name}: {row}: tasks {:?} is not a task count", &record[tasks]);
-            }
-            let tasks_count = tasks_count as u64;
-            let k = key(&record[workload], &record[mode], tasks_count, &record[placement]);
-            let overhead = match (overhead_column, ratio_column) {
-                (Some(i), _) if !record[i].is_empty() => Some(number(i)?),
-                (None, Some(i)) if !record[i].is_empty() => number(i).map(crate::stats::overhead)?,
-                _ => None,
-            };
-            if let Some(depth) = depth_column.and_then(|i| record[i].parse().ok()) {
-                file.depths.insert(record[placement].to_string(), depth);
-            }
-            if complete_column.is_some_and(|i| &record[i] == "false") {
-                file.incomplete = true;
-            }
-            if let Some(i) = memcg_column.filter(|&i| !record[i].is_empty()) {
-                let value = number(i)?;
-                file.memcg_ns.entry(k.clone()).or_default().push(value);
-            }
-            let settings = file.settings.entry(k.clone()).or_default();
-            for &(setting, i) in &setting_columns {
-                settings.entry(setting).or_insert_with(|| record[i].to_string());
-            }
-            file.add(k, number(rate)?, overhead);
-            for fact in FACTS {
-                if let Some(i) = headers.iter().position(|h| h == fact) {
-                    file.facts.entry(fact).or_insert_with(|| record[i].to_string());
-                }
-            }
+            let place = format!("row {}", line + 2);
+            let row: Row = record
+                .deserialize(Some(&columns.headers))
+                .map_err(|e| unreadable(&name, &place, &columns, &record, e))?;
+            file.add_row(&columns, &place, &record, row)?;
         }
         if file.rates.is_empty() {
             bail!("{name}: no summary rows");
         }
         Ok(file)
+    }
+
+    /// One summary row of a CSV file, its figures checked.
+    fn add_row(&mut self, columns: &Columns, place: &str, record: &csv::StringRecord, row: Row) -> Result<()> {
+        let name = &self.name;
+        // A figure read back must be a finite, non-negative number; the cell is quoted as written.
+        let number = |column: &str, value: f64| {
+            let text = columns.headers.iter().position(|h| h == column).map_or("", |i| &record[i]);
+            figure(name, place, column, Some(value), text)
+        };
+        if !(1..=1_000_000).contains(&row.tasks) {
+            bail!("{name}: {place}: tasks {:?} is not a task count", &record[columns.tasks]);
+        }
+        let overhead = match (columns.overhead, columns.ratio_vs_root) {
+            (true, _) => row.overhead_vs_baseline.map(|v| number("overhead_vs_baseline", v)).transpose()?,
+            (false, Some(i)) if !record[i].is_empty() => {
+                figure(name, place, "ratio_vs_root", record[i].parse().ok(), &record[i]).map(crate::stats::overhead)?
+            }
+            _ => None,
+        };
+        let memcg_ns = row.memcg_ns_per_fault.map(|v| number("memcg_ns_per_fault", v)).transpose()?;
+        let rate = number("faults_per_sec", row.faults_per_sec)?;
+        let k = key(&row.workload, &row.mode, row.tasks as u64, &row.placement);
+        if columns.depth {
+            self.depths.insert(row.placement.clone(), row.depth.into());
+        }
+        if !row.run_complete {
+            self.incomplete = true;
+        }
+        if let Some(value) = memcg_ns {
+            self.memcg_ns.entry(k.clone()).or_default().push(value);
+        }
+        let settings = self.settings.entry(k.clone()).or_default();
+        for (setting, value) in row.settings() {
+            if columns.has(setting) {
+                settings.entry(setting).or_insert(value);
+            }
+        }
+        for (fact, value) in csv_facts(&row) {
+            if columns.has(fact) {
+                self.facts.entry(fact).or_insert_with(|| value.to_string());
+            }
+        }
+        self.add(k, rate, overhead);
+        Ok(())
     }
 
     pub fn from_json(name: String, text: &str) -> Result<Self> {
@@ -178,69 +250,71 @@ impl RunFile {
         let mode = settings["mode"].as_str().unwrap_or("process");
         let mut file = RunFile { name: name.clone(), ..Default::default() };
         for m in document["measurements"].as_array().ok_or_else(|| anyhow!("{name}: no measurements"))? {
-            let tasks = m["run"]["workers"].as_array().map(|w| w.len() as u64).unwrap_or(0);
-            let placement = m["placement"].as_str().unwrap_or("?");
-            let rate = figure(
-                &name,
-                placement,
-                "faults_per_sec",
-                m["faults_per_sec"].as_f64(),
-                &m["faults_per_sec"].to_string(),
-            )?;
-            if tasks == 0 {
-                bail!("{name}: {placement}: a measurement has no workers");
-            }
-            if let Some(depth) = m["depth"].as_u64() {
-                file.depths.insert(placement.to_string(), depth);
-            }
-            let overhead = match (&m["overhead_vs_baseline"], &m["ratio_vs_root"]) {
-                (serde_json::Value::Null, serde_json::Value::Null) => None,
-                (serde_json::Value::Null, ratio) => {
-                    figure(&name, placement, "ratio_vs_root", ratio.as_f64(), &ratio.to_string())
-                        .map(crate::stats::overhead)?
-                }
-                (value, _) => {
-                    Some(figure(&name, placement, "overhead_vs_baseline", value.as_f64(), &value.to_string())?)
-                }
-            };
-            let k = key(workload, mode, tasks, placement);
-            if let Some(value) = m["memcg_ns_per_fault"].as_f64() {
-                file.memcg_ns.entry(k.clone()).or_default().push(value);
-            }
-            let row_settings = file.settings.entry(k.clone()).or_default();
-            for setting in SETTINGS {
-                let value = match setting {
-                    "knobs" => continue,
-                    "kernel_count_source" => m["run"]["kernel_source"].as_str().map(str::to_string),
-                    _ => settings[setting]
-                        .as_str()
-                        .map(str::to_string)
-                        .or_else(|| settings[setting].as_u64().map(|v| v.to_string())),
-                };
-                if let Some(value) = value {
-                    row_settings.entry(setting).or_insert(value);
-                }
-            }
-            file.add(k, rate, overhead);
+            file.add_measurement(settings, workload, mode, m)?;
         }
-        let env = &document["environment"];
-        for fact in FACTS {
-            if let Some(value) = env[fact].as_str() {
-                file.facts.insert(fact, value.to_string());
-            }
-        }
-        for fact in MACHINE_FACTS {
-            if let Some(value) = env["machine"][fact].as_str() {
-                file.facts.insert(fact, value.to_string());
-            }
-        }
-        if let Some(cpus) = env["allowed_cpus"].as_str() {
-            file.facts.insert("allowed_cpus", cpus.to_string());
-        }
+        file.add_json_facts(&document["environment"]);
         if file.rates.is_empty() {
             bail!("{name}: no measurements");
         }
         Ok(file)
+    }
+
+    /// One measurement of a JSON file, its figures checked.
+    fn add_measurement(
+        &mut self,
+        settings: &serde_json::Value,
+        workload: &str,
+        mode: &str,
+        m: &serde_json::Value,
+    ) -> Result<()> {
+        let name = &self.name;
+        let tasks = m["run"]["workers"].as_array().map(|w| w.len() as u64).unwrap_or(0);
+        let placement = m["placement"].as_str().unwrap_or("?");
+        let number =
+            |what: &str, value: &serde_json::Value| figure(name, placement, what, value.as_f64(), &value.to_string());
+        let rate = number("faults_per_sec", &m["faults_per_sec"])?;
+        if tasks == 0 {
+            bail!("{name}: {placement}: a measurement has no workers");
+        }
+        if let Some(depth) = m["depth"].as_u64() {
+            self.depths.insert(placement.to_string(), depth);
+        }
+        let overhead = match (&m["overhead_vs_baseline"], &m["ratio_vs_root"]) {
+            (serde_json::Value::Null, serde_json::Value::Null) => None,
+            (serde_json::Value::Null, ratio) => number("ratio_vs_root", ratio).map(crate::stats::overhead)?,
+            (value, _) => Some(number("overhead_vs_baseline", value)?),
+        };
+        let k = key(workload, mode, tasks, placement);
+        if let Some(value) = m["memcg_ns_per_fault"].as_f64() {
+            self.memcg_ns.entry(k.clone()).or_default().push(value);
+        }
+        let row_settings = self.settings.entry(k.clone()).or_default();
+        for setting in SETTINGS {
+            let value = match setting {
+                "knobs" => continue,
+                "kernel_count_source" => m["run"]["kernel_source"].as_str().map(str::to_string),
+                _ => settings[setting]
+                    .as_str()
+                    .map(str::to_string)
+                    .or_else(|| settings[setting].as_u64().map(|v| v.to_string())),
+            };
+            if let Some(value) = value {
+                row_settings.entry(setting).or_insert(value);
+            }
+        }
+        self.add(k, rate, overhead);
+        Ok(())
+    }
+
+    /// The machine facts of a JSON file's environment.
+    fn add_json_facts(&mut self, env: &serde_json::Value) {
+        let found = FACTS.iter().map(|fact| (*fact, &env[fact]));
+        let machine = MACHINE_FACTS.iter().map(|fact| (*fact, &env["machine"][fact]));
+        for (fact, value) in found.chain(machine).chain([("allowed_cpus", &env["allowed_cpus"])]) {
+            if let Some(value) = value.as_str() {
+                self.facts.insert(fact, value.to_string());
+            }
+        }
     }
 }
 
@@ -264,6 +338,24 @@ mod tests {
         }
         let json = r#"{"settings":{"workload":"anon"},"measurements":[{"placement":"root","faults_per_sec":-1,"run":{"workers":[{}]}}]}"#;
         assert!(RunFile::from_json("x.json".into(), json).unwrap_err().to_string().contains("faults_per_sec"));
+    }
+
+    #[test]
+    fn files_of_earlier_versions_load_and_unreadable_cells_are_named() {
+        // The first CSV's columns, with the rate ratio the overhead replaced.
+        let old = "run_id,workload,mode,tasks,placement,depth,cpu,faults_per_sec,ratio_vs_root\n\
+                   r,anon,process,2,root,0,,1000,1\nr,anon,process,2,child,1,,900,0.9\n";
+        let file = RunFile::from_csv("old.csv".into(), old).unwrap();
+        let child = key("anon", "process", 2, "child");
+        assert_eq!(file.rates[&child], [900.0]);
+        assert!((file.overheads[&child][0] - 1.0 / 0.9).abs() < 1e-12);
+        assert_eq!(file.depths["child"], 1);
+        assert!(!file.incomplete, "no run_complete column: a complete run");
+        assert!(file.settings[&child].is_empty() && file.facts.is_empty(), "no columns, no settings or facts");
+        let bad = "workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline,faults\n\
+                   anon,process,2,root,,5,,many\n";
+        let err = RunFile::from_csv("x.csv".into(), bad).unwrap_err().to_string();
+        assert!(err.starts_with("x.csv: row 2: faults \"many\": "), "{err}");
     }
 
     #[test]

@@ -51,6 +51,21 @@ pub fn overhead(ratio_vs_baseline: f64) -> Option<f64> {
     (ratio_vs_baseline > 0.0 && ratio_vs_baseline.is_finite()).then(|| 1.0 / ratio_vs_baseline)
 }
 
+/// Nanoseconds one task spends per unit (fault, loop, op) when `tasks` tasks together do
+/// `rate` units a second; None for a rate of zero, where there is no time per unit.
+pub fn ns_per_unit(rate: f64, tasks: usize) -> Option<f64> {
+    (rate > 0.0).then(|| 1e9 * tasks as f64 / rate)
+}
+
+/// will-it-scale's `linear` comparison over a sweep of (task count, rate): the rate at `tasks`
+/// over the smallest count's rate scaled to `tasks`. None without a sweep (one count), for a
+/// count not in it, or where the smallest count's rate is zero.
+pub fn vs_linear(sweep: &[(usize, f64)], tasks: usize) -> Option<f64> {
+    let &(_, rate) = sweep.iter().find(|(t, _)| *t == tasks)?;
+    let &(base_tasks, base_rate) = sweep.iter().min_by_key(|(t, _)| *t)?;
+    (sweep.len() > 1 && base_rate > 0.0).then(|| rate / (base_rate * tasks as f64 / base_tasks as f64))
+}
+
 /// Two-sided 95% Student t quantile for `df` degrees of freedom.
 pub fn t_quantile_95(df: usize) -> f64 {
     // t(0.975, df) for df = 1..=30, from the standard table.
@@ -276,6 +291,19 @@ mod tests {
 
     fn close(a: f64, b: f64, tolerance: f64) -> bool {
         (a - b).abs() <= tolerance
+    }
+
+    #[test]
+    fn time_per_unit_and_scaling_have_no_value_for_a_zero_rate() {
+        assert_eq!(ns_per_unit(90_000.0, 2), Some(1e9 * 2.0 / 90_000.0));
+        assert_eq!(ns_per_unit(0.0, 2), None);
+        assert_eq!(ns_per_unit(f64::NAN, 2), None);
+        let sweep = [(4, 300.0), (1, 100.0)];
+        assert_eq!(vs_linear(&sweep, 4), Some(0.75));
+        assert_eq!(vs_linear(&sweep, 1), Some(1.0));
+        assert_eq!(vs_linear(&sweep, 2), None, "a count not measured");
+        assert_eq!(vs_linear(&sweep[..1], 4), None, "no sweep");
+        assert_eq!(vs_linear(&[(1, 0.0), (4, 300.0)], 4), None, "zero base rate");
     }
 
     #[test]

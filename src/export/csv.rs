@@ -6,89 +6,14 @@ use std::io::Write;
 use anyhow::Result;
 
 use crate::report::{Measurement, Report};
-
-#[derive(Debug, serde::Serialize)]
-pub struct Row<'a> {
-    pub run_id: &'a str,
-    pub started_at: &'a str,
-    pub host: &'a str,
-    pub kernel: &'a str,
-    pub cgroup_version: String,
-    pub workload: &'a str,
-    pub mode: &'a str,
-    pub tasks: usize,
-    pub placement: &'a str,
-    pub depth: u32,
-    /// Levels between the hierarchy's root and the baseline's cgroup (0: the true root).
-    pub base_depth: usize,
-    /// The profile the placement came from (name or path); empty for plain placements.
-    pub profile: &'a str,
-    pub cgroup_path: &'a str,
-    /// 1-based; every repetition measures every placement in `--slices` slices.
-    pub repetition: u32,
-    pub slice: u32,
-    pub sequence: usize,
-    /// Empty on summary rows; the worker's CPU on --per-cpu rows.
-    pub cpu: Option<usize>,
-    pub duration_s: f64,
-    /// What `faults` counts: faults, or loops for mmap-file (which takes none).
-    pub unit: &'a str,
-    pub faults: u64,
-    pub faults_per_sec: f64,
-    pub faults_per_sec_per_task: f64,
-    /// Wall-clock nanoseconds one worker spends per fault (per loop for mmap-file).
-    pub ns_per_fault: Option<f64>,
-    pub kernel_faults: u64,
-    /// The workers' CPU time in user and kernel mode (rusage), summed over the row's workers.
-    pub user_s: f64,
-    pub sys_s: f64,
-    pub kernel_count_source: &'a str,
-    pub memcg_pgfault: Option<u64>,
-    pub start_skew_us: Option<f64>,
-    /// The baseline's rate over this row's in the same slice: this placement's cost per fault
-    /// over the baseline's (the 2009 post's 109%). Empty on the baseline's own rows.
-    pub overhead_vs_baseline: Option<f64>,
-    /// false when a stop signal ended the run before every slice was measured.
-    pub run_complete: bool,
-    pub thp_enabled: &'a str,
-    pub governor: &'a str,
-    /// true when the measured time exceeded the time asked for by more than 10% (stopped or
-    /// starved): the rate is not comparable with the others.
-    pub overran: bool,
-    /// What the memcg did in the slice (deltas; empty where the kernel has no such counter here,
-    /// e.g. pgscan and pgsteal on v1): pages scanned and reclaimed, times memory.high and
-    /// memory.max (v1: the limit, failcnt) were hit, and microseconds stalled on memory.
-    pub pgscan: Option<u64>,
-    pub pgsteal: Option<u64>,
-    pub events_high: Option<u64>,
-    pub events_max: Option<u64>,
-    pub psi_some_us: Option<u64>,
-    pub psi_full_us: Option<u64>,
-    /// `cgroup`, or `system` where only /proc/pressure/memory exists (v1).
-    pub psi_scope: Option<crate::measure::memcg::PsiScope>,
-    /// --profile: the memcg family's share of this slice's samples, and its CPU ns per fault.
-    pub memcg_share: Option<f64>,
-    pub memcg_ns_per_fault: Option<f64>,
-    /// What must agree for two runs to be compared (`compare` checks them).
-    pub chunk_bytes: u64,
-    pub size_bytes: u64,
-    /// --thp as asked (`thp_enabled` is the system setting).
-    pub thp_mode: &'static str,
-    /// The file workloads' filesystem (tmpfs, ext4, ...); empty for the others.
-    pub tmpdir_fs: &'a str,
-    /// The knobs written for this placement, `levelN:file=value`, space-separated.
-    pub knobs: String,
-    /// --iterations: the fixed work each task did; the row's duration_s is then the run's
-    /// elapsed time (first start to last finish). Empty for timed runs.
-    pub iterations_per_task: Option<u64>,
-}
+pub use crate::results::row::Row;
 
 /// Rounds to 6 significant decimals so cells stay readable without losing measured precision.
 fn round6(value: f64) -> f64 {
     (value * 1e6).round() / 1e6
 }
 
-pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row<'_>> {
+pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row> {
     let (workload, mode) = (report.plan.workload.name(), report.plan.mode.name());
     let mut rows = Vec::new();
     for m in &report.measurements {
@@ -99,11 +24,11 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row<'_>> {
                 rows.push(Row {
                     cpu: Some(worker.cpu),
                     // siblings:N: the worker's own sibling; the summary row names their parent.
-                    cgroup_path: worker.cgroup_path.as_deref().unwrap_or(&m.leaf.cgroup_path),
+                    cgroup_path: worker.cgroup_path.as_deref().unwrap_or(&m.leaf.cgroup_path).to_string(),
                     faults: worker.loop_faults,
                     faults_per_sec: round6(faults_per_sec),
                     faults_per_sec_per_task: round6(faults_per_sec),
-                    ns_per_fault: ns_per(faults_per_sec),
+                    ns_per_fault: crate::stats::ns_per_unit(faults_per_sec, 1).map(round6),
                     kernel_faults: worker.kernel_faults,
                     user_s: round6(worker.user_us as f64 / 1e6),
                     sys_s: round6(worker.sys_us as f64 / 1e6),
@@ -127,43 +52,43 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row<'_>> {
     rows
 }
 
-fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'static str, mode: &'static str) -> Row<'a> {
+fn summary_row(report: &Report, m: &Measurement, workload: &str, mode: &str) -> Row {
     let env = &report.env;
     let tasks = m.run.workers.len();
     Row {
-        run_id: &env.run_id,
-        started_at: &env.started_at,
-        host: &env.host,
-        kernel: &env.kernel,
+        run_id: env.run_id.clone(),
+        started_at: env.started_at.clone(),
+        host: env.host.clone(),
+        kernel: env.kernel.clone(),
         cgroup_version: env.cgroup_version.to_string(),
-        workload,
-        mode,
+        workload: workload.to_string(),
+        mode: mode.to_string(),
         tasks,
-        placement: &m.placement.name,
+        placement: m.placement.name.clone(),
         depth: m.placement.depth,
         base_depth: env.base_depth,
-        profile: m.placement.profile.as_deref().unwrap_or(""),
-        cgroup_path: &m.leaf.cgroup_path,
+        profile: m.placement.profile.clone().unwrap_or_default(),
+        cgroup_path: m.leaf.cgroup_path.clone(),
         repetition: report.plan.repetition_of(m.round),
         slice: report.plan.slice_of(m.round),
         sequence: m.sequence,
         cpu: None,
         duration_s: round6(m.run.elapsed_s()),
-        unit: report.unit.name(),
+        unit: report.unit.name().to_string(),
         faults: m.run.loop_faults(),
         faults_per_sec: round6(m.faults_per_sec()),
         faults_per_sec_per_task: round6(m.faults_per_sec() / tasks as f64),
-        ns_per_fault: ns_per(m.faults_per_sec() / tasks as f64),
+        ns_per_fault: m.ns_per_fault().map(round6),
         kernel_faults: m.run.kernel_faults(),
         user_s: round6(m.run.workers.iter().map(|w| w.user_us).sum::<u64>() as f64 / 1e6),
         sys_s: round6(m.run.workers.iter().map(|w| w.sys_us).sum::<u64>() as f64 / 1e6),
-        kernel_count_source: m.run.kernel_source.name(),
+        kernel_count_source: m.run.kernel_source.name().to_string(),
         memcg_pgfault: m.run.memcg_pgfault,
         start_skew_us: Some(round6(m.run.start_skew_ns as f64 / 1e3)),
         overhead_vs_baseline: report.overhead_vs_baseline(m).map(round6),
         run_complete: report.complete(),
-        thp_enabled: &env.thp_enabled,
-        governor: &env.governor,
+        thp_enabled: env.thp_enabled.clone(),
+        governor: env.governor.clone(),
         overran: m.run.overran,
         pgscan: m.run.memcg.get("pgscan").copied(),
         pgsteal: m.run.memcg.get("pgsteal").copied(),
@@ -176,16 +101,11 @@ fn summary_row<'a>(report: &'a Report, m: &'a Measurement, workload: &'static st
         memcg_ns_per_fault: Report::memcg_ns_per_fault(m).map(round6),
         chunk_bytes: report.plan.chunk_bytes,
         size_bytes: report.plan.size_bytes,
-        thp_mode: report.plan.thp.name(),
-        tmpdir_fs: report.files_fs.as_deref().unwrap_or(""),
+        thp_mode: report.plan.thp.name().to_string(),
+        tmpdir_fs: report.files_fs.clone().unwrap_or_default(),
         knobs: knobs_of(report, m),
         iterations_per_task: report.plan.iterations,
     }
-}
-
-/// Nanoseconds per unit at `per_sec` units a second; none for a rate of zero.
-fn ns_per(per_sec: f64) -> Option<f64> {
-    (per_sec > 0.0).then(|| round6(1e9 / per_sec))
 }
 
 /// The knob files written for the measurement's placement, with the level each is on.
@@ -323,6 +243,18 @@ mod tests {
                 assert!(cell(row, name).parse::<f64>().is_ok(), "{name} = {}", cell(row, name));
             }
         }
+    }
+
+    #[test]
+    fn rows_read_back_into_the_row_type_write_the_same_bytes() {
+        let report = synthetic_report(&[(100_000.0, 90_000.0)]);
+        let mut first = Vec::new();
+        write(&mut first, &rows(&report, true)).unwrap();
+        let back: Vec<Row> =
+            ::csv::Reader::from_reader(first.as_slice()).deserialize().collect::<Result<_, _>>().unwrap();
+        let mut second = Vec::new();
+        write(&mut second, &back).unwrap();
+        assert_eq!(String::from_utf8(first).unwrap(), String::from_utf8(second).unwrap());
     }
 
     #[test]

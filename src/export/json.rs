@@ -25,7 +25,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
                 "faults_per_sec": m.faults_per_sec(),
                 "overhead_vs_baseline": report.overhead_vs_baseline(m),
                 "memcg_ns_per_fault": crate::report::Report::memcg_ns_per_fault(m),
-                "ns_per_fault": 1e9 * m.run.workers.len() as f64 / m.faults_per_sec(),
+                "ns_per_fault": m.ns_per_fault(),
                 "run": m.run,
             })
         })

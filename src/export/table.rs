@@ -121,7 +121,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             shown(summary.cgroup_path),
             thousands(rate.mean),
             thousands(rate.mean / summary.tasks as f64),
-            thousands(summary.ns_per_fault),
+            summary.ns_per_fault.map_or_else(|| "-".into(), thousands),
             error,
         )?;
     }

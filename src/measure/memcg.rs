@@ -46,7 +46,7 @@ const STAT_KEYS: [&str; 8] = [
 
 /// Whether pressure-stall time was the cgroup's own (v2 memory.pressure) or, where only that
 /// exists, the whole system's (/proc/pressure/memory).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PsiScope {
     Cgroup,

@@ -35,6 +35,29 @@ impl Measurement {
     pub fn faults_per_sec(&self) -> f64 {
         self.run.loop_faults() as f64 / self.run.elapsed_s()
     }
+
+    /// Wall-clock nanoseconds one worker spends per fault (per unit) in this slice; None for a
+    /// rate of zero.
+    pub fn ns_per_fault(&self) -> Option<f64> {
+        stats::ns_per_unit(self.faults_per_sec(), self.run.workers.len())
+    }
+}
+
+/// LKP's will-it-scale names for the same figures, so a reply on the list can quote them.
+pub mod lkp {
+    /// The name of the mean rate per task: per_process_ops, or per_thread_ops for `--mode
+    /// thread` (`mode` as the outputs name it).
+    pub fn per_task_metric(mode: &str) -> &'static str {
+        if mode == "thread" { "per_thread_ops" } else { "per_process_ops" }
+    }
+
+    /// The mean rate per task.
+    pub fn per_task_ops(rate: f64, tasks: usize) -> f64 {
+        rate / tasks as f64
+    }
+
+    /// The rate over linear scaling (`stats::vs_linear`) at the largest task count of a sweep.
+    pub const SCALABILITY: &str = "scalability";
 }
 
 #[derive(Debug, Clone)]
@@ -309,7 +332,7 @@ impl Report {
                     faults_per_sec: rate,
                     overhead_vs_baseline: stats::geometric_interval(&overheads),
                     memcg: self.memcg_cost(placement, tasks),
-                    ns_per_fault: 1e9 * tasks as f64 / rate.mean,
+                    ns_per_fault: stats::ns_per_unit(rate.mean, tasks),
                     user_s: mean_seconds(|w| w.user_us),
                     sys_s: mean_seconds(|w| w.sys_us),
                     vs_linear: None,
@@ -321,26 +344,23 @@ impl Report {
         let vs_linear: Vec<Option<f64>> = summaries
             .iter()
             .map(|summary| {
-                let same: Vec<&PlacementSummary> =
-                    summaries.iter().filter(|s| s.placement == summary.placement).collect();
-                let base = same.iter().min_by_key(|s| s.tasks)?;
-                (same.len() > 1 && base.faults_per_sec.mean > 0.0).then(|| {
-                    summary.faults_per_sec.mean / (base.faults_per_sec.mean * summary.tasks as f64 / base.tasks as f64)
-                })
+                let sweep: Vec<(usize, f64)> = summaries
+                    .iter()
+                    .filter(|s| s.placement == summary.placement)
+                    .map(|s| (s.tasks, s.faults_per_sec.mean))
+                    .collect();
+                stats::vs_linear(&sweep, summary.tasks)
             })
             .collect();
         let largest = summaries.iter().map(|s| s.tasks).max().unwrap_or(0);
-        let per_task_name = match self.plan.mode {
-            crate::run::Mode::Process => "per_process_ops",
-            crate::run::Mode::Thread => "per_thread_ops",
-        };
+        let per_task_name = lkp::per_task_metric(self.plan.mode.name());
         for (summary, ratio) in summaries.iter_mut().zip(vs_linear) {
             summary.vs_linear = ratio;
-            // LKP's will-it-scale names, so a reply on the list can quote them: the mean rate
-            // per task, and at the largest task count the rate over linear scaling.
-            summary.lkp.insert(per_task_name, summary.faults_per_sec.mean / summary.tasks as f64);
+            // LKP's names: the mean rate per task, and at the largest task count the rate over
+            // linear scaling.
+            summary.lkp.insert(per_task_name, lkp::per_task_ops(summary.faults_per_sec.mean, summary.tasks));
             if let Some(ratio) = ratio.filter(|_| summary.tasks == largest) {
-                summary.lkp.insert("scalability", ratio);
+                summary.lkp.insert(lkp::SCALABILITY, ratio);
             }
         }
         summaries
@@ -423,8 +443,9 @@ pub struct PlacementSummary<'a> {
     pub faults_per_sec: stats::Summary,
     /// Baseline rate / this rate per slice: the geometric mean with its 95% interval.
     pub overhead_vs_baseline: Option<stats::RatioInterval>,
-    /// Wall-clock nanoseconds one worker spends per fault, from the mean rate.
-    pub ns_per_fault: f64,
+    /// Wall-clock nanoseconds one worker spends per fault, from the mean rate; None for a
+    /// mean rate of zero.
+    pub ns_per_fault: Option<f64>,
     /// --profile: the memcg family's cost.
     pub memcg: Option<MemcgCost>,
     /// Workers' user and system CPU seconds, summed over workers, mean over repetitions.

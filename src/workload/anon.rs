@@ -1,7 +1,7 @@
 //! `anon`: the loop of the 2009 memcg measurement. mmap a private anonymous chunk, write one
 //! byte per page (each write is a minor fault that allocates and charges a page), munmap.
 
-use super::{Counter, Shape, ThpMode, Unit, Workload, WorkloadSettings, apply_thp, map, touch_pages};
+use super::{Counter, ThpMode, Workload, WorkloadSettings, apply_thp, map, touch_pages};
 
 pub struct Anon {
     bytes: usize,
@@ -16,15 +16,6 @@ impl Anon {
 }
 
 impl Workload for Anon {
-    fn shape(&self) -> Shape {
-        // With THP allowed a chunk may fault in huge pages: fewer faults than pages.
-        Shape {
-            unit: Unit::Faults,
-            per_iteration: (self.bytes / self.page_size) as u64,
-            exact: self.thp == ThpMode::Never,
-        }
-    }
-
     fn prepare(&mut self) -> Result<(), String> {
         apply_thp(self.thp)
     }

@@ -8,7 +8,7 @@
 //!
 //! One count per fallocate call, as will-it-scale counts.
 
-use super::{Counter, Shape, Unit, Workload, WorkloadSettings, fresh_file};
+use super::{Counter, Workload, WorkloadSettings, fresh_file};
 use std::os::fd::AsRawFd;
 
 /// will-it-scale's FILESIZE and BUFLEN.
@@ -45,11 +45,6 @@ impl Fallocate {
 }
 
 impl Workload for Fallocate {
-    fn shape(&self) -> Shape {
-        // No faults: the kernel's fault count has nothing to agree with.
-        Shape { unit: Unit::Operations, per_iteration: 1, exact: false }
-    }
-
     fn prepare(&mut self) -> Result<(), String> {
         let file = fresh_file(&self.path, 0)?;
         // Unlinked as will-it-scale does: the file lives as long as the worker.

@@ -8,7 +8,7 @@
 
 use std::os::fd::AsRawFd;
 
-use super::{Counter, Shape, Unit, Workload, WorkloadSettings, fresh_file, map, touch_pages};
+use super::{Counter, Workload, WorkloadSettings, fresh_file, map, touch_pages};
 
 pub struct FileChunk {
     path: std::path::PathBuf,
@@ -41,10 +41,6 @@ impl FileChunk {
 }
 
 impl Workload for FileChunk {
-    fn shape(&self) -> Shape {
-        Shape { unit: Unit::Faults, per_iteration: (self.bytes / self.page_size) as u64, exact: true }
-    }
-
     fn prepare(&mut self) -> Result<(), String> {
         self.file = Some(fresh_file(&self.path, self.bytes as u64)?);
         Ok(())

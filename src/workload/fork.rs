@@ -5,7 +5,7 @@
 //! The kernel's count includes the worker's own COW faults after each fork (its stack), so
 //! loop-derived faults are not exact here.
 
-use super::{Counter, Shape, ThpMode, Unit, Workload, WorkloadSettings, apply_thp, map, touch_pages};
+use super::{Counter, ThpMode, Workload, WorkloadSettings, apply_thp, map, touch_pages};
 
 pub struct Fork {
     bytes: usize,
@@ -26,10 +26,6 @@ impl Fork {
 }
 
 impl Workload for Fork {
-    fn shape(&self) -> Shape {
-        Shape { unit: Unit::Faults, per_iteration: (self.bytes / self.page_size) as u64, exact: false }
-    }
-
     fn prepare(&mut self) -> Result<(), String> {
         apply_thp(self.thp)?;
         self.memory = map(self.bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1)?;

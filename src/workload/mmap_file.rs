@@ -2,7 +2,7 @@
 //! the i_mmap lock loop of the 2011 linux-mm thread (i_mmap_lock to mutex): each mmap and
 //! munmap takes the file's i_mmap lock, so workers contend on it. No faults; it counts loops.
 
-use super::{Counter, SHARED_FILE, Shape, Unit, Workload, WorkloadSettings, map};
+use super::{Counter, SHARED_FILE, Workload, WorkloadSettings, map};
 use std::os::fd::AsRawFd;
 
 pub struct MmapFile {
@@ -19,10 +19,6 @@ impl MmapFile {
 }
 
 impl Workload for MmapFile {
-    fn shape(&self) -> Shape {
-        Shape { unit: Unit::Loops, per_iteration: 1, exact: false }
-    }
-
     fn prepare(&mut self) -> Result<(), String> {
         let file = std::fs::File::open(&self.path).map_err(|e| format!("opening {}: {e}", self.path.display()))?;
         self.file = Some(file);

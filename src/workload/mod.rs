@@ -3,10 +3,11 @@
 //! fixed work (--iterations).
 //!
 //! The harness (src/run/) owns spawning, pinning, start, sampling and stop; a workload only
-//! prepares itself and loops. Adding a workload is one file here plus one line in `create`
-//! (file-private and file-shared share one, as they differ only in a mapping flag).
-//! Construction has no side effects (the harness builds one to ask its shape); `prepare` runs
-//! in the worker, in its cgroup, on its CPU.
+//! prepares itself and loops. Adding a workload is one file here plus a variant of
+//! `WorkloadKind` and its row of `WORKLOADS`: name, unit, count per iteration, files, exactness,
+//! description, constructor (file-private and file-shared share one file, as they differ only
+//! in a mapping flag). The shape comes from the row, without building a workload;
+//! construction has no side effects, and `prepare` runs in the worker, in its cgroup, on its CPU.
 
 mod anon;
 mod fallocate;
@@ -66,71 +67,292 @@ pub enum WorkloadKind {
 }
 
 impl WorkloadKind {
+    /// The workload's row of `WORKLOADS`.
+    pub fn facts(self) -> &'static Facts {
+        &WORKLOADS[self as usize]
+    }
+
     pub fn name(self) -> &'static str {
-        match self {
-            WorkloadKind::Anon => "anon",
-            WorkloadKind::FilePrivate => "file-private",
-            WorkloadKind::FileShared => "file-shared",
-            WorkloadKind::MmapFile => "mmap-file",
-            WorkloadKind::Usemem => "usemem",
-            WorkloadKind::UsememFile => "usemem-file",
-            WorkloadKind::Fork => "fork",
-            WorkloadKind::PageFault1 => "page_fault1",
-            WorkloadKind::PageFault2 => "page_fault2",
-            WorkloadKind::PageFault3 => "page_fault3",
-            WorkloadKind::Fallocate1 => "fallocate1",
-            WorkloadKind::Fallocate2 => "fallocate2",
-            WorkloadKind::TlbFlush2 => "tlb_flush2",
-        }
+        self.facts().name
     }
 
     /// Whether the workload needs the run's temporary directory.
     pub fn needs_files(self) -> bool {
-        matches!(
-            self,
-            WorkloadKind::FilePrivate
-                | WorkloadKind::FileShared
-                | WorkloadKind::MmapFile
-                | WorkloadKind::UsememFile
-                | WorkloadKind::PageFault2
-                | WorkloadKind::PageFault3
-                | WorkloadKind::Fallocate1
-                | WorkloadKind::Fallocate2
-        )
+        self.facts().tmpdir.is_some()
     }
 
     /// Where its files go unless --tmpdir says otherwise: tmpfs for will-it-scale's, as the
     /// LKP reports ran them.
     pub fn default_tmpdir(self) -> &'static str {
-        match self {
-            WorkloadKind::PageFault2 | WorkloadKind::PageFault3 | WorkloadKind::Fallocate1
-                if std::path::Path::new("/dev/shm").is_dir() =>
-            {
-                "/dev/shm"
-            }
+        match self.facts().tmpdir {
+            Some(dir) if std::path::Path::new(dir).is_dir() => dir,
             _ => "/tmp",
         }
     }
 
     /// Why it cannot use `dir` for its files, if it cannot (checked before anything is made).
     pub fn files_dir_problem(self, dir: &std::path::Path) -> Option<String> {
-        match self {
-            WorkloadKind::Fallocate1 | WorkloadKind::Fallocate2 => fallocate::check_dir(dir).err(),
-            _ => None,
-        }
+        self.facts().check_dir.and_then(|check| check(dir).err())
     }
 
     /// Why it cannot run with `--mode thread`, if it cannot.
     pub fn thread_mode_problem(self) -> Option<&'static str> {
+        self.facts().thread_mode_problem
+    }
+}
+
+/// How many units one iteration counts, given the settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PerIteration {
+    /// One: the loop counts every page, call or loop as it goes.
+    One,
+    /// The pages of --chunk.
+    ChunkPages,
+    /// The pages of --size.
+    SizePages,
+}
+
+impl PerIteration {
+    pub fn count(self, settings: &WorkloadSettings) -> u64 {
         match self {
-            // fork() from a multi-threaded process copies only the calling thread; each fork
-            // would also stop every thread of the mm for the copy, so the threads would measure
-            // each other's forks, not their own.
-            WorkloadKind::Fork => Some("forking from threads of one process measures the other threads' forks"),
-            _ => None,
+            PerIteration::One => 1,
+            PerIteration::ChunkPages => settings.chunk_bytes / settings.page_size,
+            PerIteration::SizePages => settings.size_bytes / settings.page_size,
         }
     }
 }
+
+/// Whether the loop's count should equal the kernel's fault count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exactness {
+    Exact,
+    /// The kernel counts faults the loop cannot see, or the loop counts what is no fault.
+    Inexact,
+    /// Exact with --thp never; with THP allowed a huge fault maps many counted pages.
+    WithoutThp,
+}
+
+impl Exactness {
+    pub fn holds(self, thp: ThpMode) -> bool {
+        match self {
+            Exactness::Exact => true,
+            Exactness::Inexact => false,
+            Exactness::WithoutThp => thp == ThpMode::Never,
+        }
+    }
+}
+
+/// Everything the harness and the front end know of a workload, one row per workload.
+pub struct Facts {
+    pub kind: WorkloadKind,
+    /// The name `--workload` takes and the outputs print.
+    pub name: &'static str,
+    pub unit: Unit,
+    pub per_iteration: PerIteration,
+    pub exact: Exactness,
+    /// Where its files go without --tmpdir (`/dev/shm` falls back to `/tmp` where absent);
+    /// None for a workload without files.
+    pub tmpdir: Option<&'static str>,
+    /// One line for `--help` (the same words as `WorkloadKind`'s doc comments, which clap
+    /// reads today; a test keeps the two equal).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub description: &'static str,
+    /// Why it cannot run with `--mode thread`, if it cannot.
+    pub thread_mode_problem: Option<&'static str>,
+    /// Asks, before anything is made, whether a directory can hold its files.
+    pub check_dir: Option<fn(&std::path::Path) -> Result<(), String>>,
+    /// Builds worker `worker_index`'s loop; no side effects (`prepare` has them).
+    pub create: fn(&WorkloadSettings, usize) -> Box<dyn Workload>,
+}
+
+/// A row with the defaults most workloads share: counted per iteration, not exact, no files.
+const fn row(
+    kind: WorkloadKind,
+    name: &'static str,
+    unit: Unit,
+    description: &'static str,
+    create: fn(&WorkloadSettings, usize) -> Box<dyn Workload>,
+) -> Facts {
+    Facts {
+        kind,
+        name,
+        unit,
+        per_iteration: PerIteration::One,
+        exact: Exactness::Inexact,
+        tmpdir: None,
+        description,
+        thread_mode_problem: None,
+        check_dir: None,
+        create,
+    }
+}
+
+/// The workloads, in `WorkloadKind`'s order (checked when compiling).
+const ROWS: [Facts; 13] = [
+    Facts {
+        per_iteration: PerIteration::ChunkPages,
+        // With THP allowed a chunk may fault in huge pages: fewer faults than pages.
+        exact: Exactness::WithoutThp,
+        ..row(
+            WorkloadKind::Anon,
+            "anon",
+            Unit::Faults,
+            "mmap a private anonymous --chunk, write one byte per page, munmap (the 2009 memcg loop)",
+            |s, _| Box::new(anon::Anon::new(s, s.chunk_bytes)),
+        )
+    },
+    Facts {
+        per_iteration: PerIteration::ChunkPages,
+        exact: Exactness::Exact,
+        tmpdir: Some("/tmp"),
+        ..row(
+            WorkloadKind::FilePrivate,
+            "file-private",
+            Unit::Faults,
+            "mmap a per-worker file privately, write one byte per page (COW faults), munmap",
+            |s, i| Box::new(file_chunk::FileChunk::private(s, i)),
+        )
+    },
+    Facts {
+        per_iteration: PerIteration::ChunkPages,
+        exact: Exactness::Exact,
+        tmpdir: Some("/tmp"),
+        ..row(
+            WorkloadKind::FileShared,
+            "file-shared",
+            Unit::Faults,
+            "mmap a per-worker file shared, write one byte per page (page cache faults, dirtying), munmap",
+            |s, i| Box::new(file_chunk::FileChunk::shared(s, i)),
+        )
+    },
+    Facts {
+        // No faults: it counts loops.
+        tmpdir: Some("/tmp"),
+        ..row(
+            WorkloadKind::MmapFile,
+            "mmap-file",
+            Unit::Loops,
+            "every worker maps and unmaps one page of ONE shared file, untouched (i_mmap lock); counts loops",
+            |s, _| Box::new(mmap_file::MmapFile::new(s)),
+        )
+    },
+    Facts {
+        per_iteration: PerIteration::SizePages,
+        exact: Exactness::WithoutThp,
+        ..row(
+            WorkloadKind::Usemem,
+            "usemem",
+            Unit::Faults,
+            "allocate and touch --size bytes per iteration, like usemem -m; drives reclaim under a limit",
+            |s, _| Box::new(usemem::Usemem::new(s)),
+        )
+    },
+    Facts {
+        // Fault-around may map several counted pages in one fault.
+        tmpdir: Some("/tmp"),
+        ..row(
+            WorkloadKind::UsememFile,
+            "usemem-file",
+            Unit::Pages,
+            "usemem -f: map a sparse per-worker file of --size shared, read a word per page; counted per page. Above a limit the clean page cache is reclaimed through rmap, no swap needed",
+            |s, i| Box::new(usemem_file::UsememFile::new(s, i)),
+        )
+    },
+    Facts {
+        // The kernel's count includes the worker's own COW faults after each fork.
+        per_iteration: PerIteration::SizePages,
+        // fork() from a multi-threaded process copies only the calling thread; each fork
+        // would also stop every thread of the mm for the copy, so the threads would measure
+        // each other's forks, not their own.
+        thread_mode_problem: Some("forking from threads of one process measures the other threads' forks"),
+        ..row(
+            WorkloadKind::Fork,
+            "fork",
+            Unit::Faults,
+            "fork a child that writes every page of --size inherited memory and exits (anon_vma, COW)",
+            |s, _| Box::new(fork::Fork::new(s)),
+        )
+    },
+    Facts {
+        // One count per page; with THP allowed a page may come in a huge fault.
+        exact: Exactness::WithoutThp,
+        ..row(
+            WorkloadKind::PageFault1,
+            "page_fault1",
+            Unit::Faults,
+            "will-it-scale page_fault1: 128 MiB private anonymous per iteration, counted per page",
+            |s, i| Box::new(page_fault::PageFault::new(s, i, page_fault::Variant::Anonymous)),
+        )
+    },
+    Facts {
+        exact: Exactness::Exact,
+        tmpdir: Some("/dev/shm"),
+        ..row(
+            WorkloadKind::PageFault2,
+            "page_fault2",
+            Unit::Faults,
+            "will-it-scale page_fault2: 128 MiB private file mapping (COW), counted per page",
+            |s, i| Box::new(page_fault::PageFault::new(s, i, page_fault::Variant::FilePrivate)),
+        )
+    },
+    Facts {
+        exact: Exactness::Exact,
+        tmpdir: Some("/dev/shm"),
+        ..row(
+            WorkloadKind::PageFault3,
+            "page_fault3",
+            Unit::Faults,
+            "will-it-scale page_fault3: 128 MiB shared file mapping, counted per page",
+            |s, i| Box::new(page_fault::PageFault::new(s, i, page_fault::Variant::FileShared)),
+        )
+    },
+    Facts {
+        // No faults: the kernel's fault count has nothing to agree with.
+        tmpdir: Some("/dev/shm"),
+        check_dir: Some(fallocate::check_dir),
+        ..row(
+            WorkloadKind::Fallocate1,
+            "fallocate1",
+            Unit::Operations,
+            "will-it-scale fallocate1: fallocate 8 KiB steps of a 1 MiB tmpfs file, truncate, repeat; counted per call",
+            |s, i| Box::new(fallocate::Fallocate::new(s, i)),
+        )
+    },
+    Facts {
+        tmpdir: Some("/tmp"),
+        check_dir: Some(fallocate::check_dir),
+        ..row(
+            WorkloadKind::Fallocate2,
+            "fallocate2",
+            Unit::Operations,
+            "will-it-scale fallocate2: the same with the file in /tmp",
+            |s, i| Box::new(fallocate::Fallocate::new(s, i)),
+        )
+    },
+    // Two faults per page (the write, then the read of the zapped page): counted as one
+    // operation each, as will-it-scale counts.
+    row(
+        WorkloadKind::TlbFlush2,
+        "tlb_flush2",
+        Unit::Operations,
+        "will-it-scale tlb_flush2: write a page, MADV_DONTNEED it, read it back, per page of 1 MiB; counted per page",
+        |s, _| Box::new(tlb_flush::TlbFlush::new(s)),
+    ),
+];
+
+// Row i is WorkloadKind's variant i, so `facts` indexes instead of searching; the last
+// variant has the last row.
+const _: () = {
+    let mut i = 0;
+    while i < ROWS.len() {
+        assert!(ROWS[i].kind as usize == i, "WORKLOADS is not in WorkloadKind's order");
+        i += 1;
+    }
+    assert!(WorkloadKind::TlbFlush2 as usize == ROWS.len() - 1, "a WorkloadKind has no row in WORKLOADS");
+};
+
+/// One row per workload, in `WorkloadKind`'s order.
+pub static WORKLOADS: [Facts; 13] = ROWS;
 
 /// How THP may back the workload's anonymous memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -218,8 +440,6 @@ pub struct Shape {
 }
 
 pub trait Workload {
-    fn shape(&self) -> Shape;
-
     /// Per-worker setup in the worker, before it reports ready. System calls are fine here;
     /// none belong in `run` beyond the workload's own.
     fn prepare(&mut self) -> Result<(), String>;
@@ -253,32 +473,17 @@ impl<'a> Counter<'a> {
 }
 
 pub fn create(settings: &WorkloadSettings, worker_index: usize) -> Box<dyn Workload> {
-    match settings.kind {
-        WorkloadKind::Anon => Box::new(anon::Anon::new(settings, settings.chunk_bytes)),
-        WorkloadKind::FilePrivate => Box::new(file_chunk::FileChunk::private(settings, worker_index)),
-        WorkloadKind::FileShared => Box::new(file_chunk::FileChunk::shared(settings, worker_index)),
-        WorkloadKind::MmapFile => Box::new(mmap_file::MmapFile::new(settings)),
-        WorkloadKind::Usemem => Box::new(usemem::Usemem::new(settings)),
-        WorkloadKind::UsememFile => Box::new(usemem_file::UsememFile::new(settings, worker_index)),
-        WorkloadKind::Fork => Box::new(fork::Fork::new(settings)),
-        WorkloadKind::PageFault1 => {
-            Box::new(page_fault::PageFault::new(settings, worker_index, page_fault::Variant::Anonymous))
-        }
-        WorkloadKind::PageFault2 => {
-            Box::new(page_fault::PageFault::new(settings, worker_index, page_fault::Variant::FilePrivate))
-        }
-        WorkloadKind::PageFault3 => {
-            Box::new(page_fault::PageFault::new(settings, worker_index, page_fault::Variant::FileShared))
-        }
-        WorkloadKind::Fallocate1 | WorkloadKind::Fallocate2 => {
-            Box::new(fallocate::Fallocate::new(settings, worker_index))
-        }
-        WorkloadKind::TlbFlush2 => Box::new(tlb_flush::TlbFlush::new(settings)),
-    }
+    (settings.kind.facts().create)(settings, worker_index)
 }
 
+/// The workload's counting, from its row of `WORKLOADS` and the settings (nothing is built).
 pub fn shape(settings: &WorkloadSettings) -> Shape {
-    create(settings, 0).shape()
+    let facts = settings.kind.facts();
+    Shape {
+        unit: facts.unit,
+        per_iteration: facts.per_iteration.count(settings),
+        exact: facts.exact.holds(settings.thp),
+    }
 }
 
 // ---- helpers the loops share ----
@@ -329,4 +534,57 @@ pub(crate) fn fresh_file(path: &std::path::Path, len: u64) -> Result<std::fs::Fi
         .map_err(|e| format!("creating {}: {e}", path.display()))?;
     file.set_len(len).map_err(|e| format!("sizing {}: {e}", path.display()))?;
     Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(kind: WorkloadKind, thp: ThpMode) -> WorkloadSettings {
+        WorkloadSettings {
+            kind,
+            chunk_bytes: 1 << 20,
+            size_bytes: 8 << 20,
+            page_size: 4096,
+            thp,
+            files_dir: None,
+            fixed_iterations: None,
+        }
+    }
+
+    #[test]
+    fn the_shape_from_the_table_is_the_built_workloads_count() {
+        let shape = |kind, thp| {
+            let s = shape(&settings(kind, thp));
+            (s.unit, s.per_iteration, s.exact)
+        };
+        assert_eq!(shape(WorkloadKind::Anon, ThpMode::Never), (Unit::Faults, 256, true));
+        assert_eq!(shape(WorkloadKind::Anon, ThpMode::Keep), (Unit::Faults, 256, false));
+        assert_eq!(shape(WorkloadKind::Usemem, ThpMode::Never), (Unit::Faults, 2048, true));
+        assert_eq!(shape(WorkloadKind::Fork, ThpMode::Never), (Unit::Faults, 2048, false));
+        assert_eq!(shape(WorkloadKind::FileShared, ThpMode::Keep), (Unit::Faults, 256, true));
+        assert_eq!(shape(WorkloadKind::MmapFile, ThpMode::Never), (Unit::Loops, 1, false));
+        assert_eq!(shape(WorkloadKind::UsememFile, ThpMode::Never), (Unit::Pages, 1, false));
+        assert_eq!(shape(WorkloadKind::PageFault1, ThpMode::Always), (Unit::Faults, 1, false));
+        assert_eq!(shape(WorkloadKind::PageFault2, ThpMode::Always), (Unit::Faults, 1, true));
+        assert_eq!(shape(WorkloadKind::Fallocate2, ThpMode::Never), (Unit::Operations, 1, false));
+        assert_eq!(shape(WorkloadKind::TlbFlush2, ThpMode::Never), (Unit::Operations, 1, false));
+    }
+
+    #[test]
+    fn every_row_names_its_kind_and_repeats_its_help_text() {
+        let source = include_str!("mod.rs");
+        for (i, facts) in WORKLOADS.iter().enumerate() {
+            assert_eq!(facts.kind as usize, i);
+            assert_eq!(facts.kind.name(), facts.name);
+            let json = serde_json::to_string(&facts.kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", facts.name), "the serialized name");
+            assert!(source.contains(&format!("    /// {}\n", facts.description)), "{}: help text differs", facts.name);
+        }
+        assert!(!WorkloadKind::Anon.needs_files() && WorkloadKind::MmapFile.needs_files());
+        assert_eq!(WorkloadKind::Fallocate2.default_tmpdir(), "/tmp");
+        assert!(
+            WorkloadKind::Fork.thread_mode_problem().is_some() && WorkloadKind::Anon.thread_mode_problem().is_none()
+        );
+    }
 }

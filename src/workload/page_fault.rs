@@ -8,7 +8,7 @@
 //! will-it-scale unlinks its file after creating it; here it lives in the run directory
 //! (tmpfs /dev/shm by default, as the LKP reports ran them) and goes with it.
 
-use super::{Counter, Shape, ThpMode, Unit, Workload, WorkloadSettings, apply_thp, fresh_file, map};
+use super::{Counter, ThpMode, Workload, WorkloadSettings, apply_thp, fresh_file, map};
 use std::os::fd::AsRawFd;
 
 /// will-it-scale's MEMSIZE.
@@ -43,15 +43,6 @@ impl PageFault {
 }
 
 impl Workload for PageFault {
-    fn shape(&self) -> Shape {
-        // One count per page; with THP allowed an anonymous page may come in a huge fault.
-        Shape {
-            unit: Unit::Faults,
-            per_iteration: 1,
-            exact: self.variant != Variant::Anonymous || self.thp == ThpMode::Never,
-        }
-    }
-
     fn prepare(&mut self) -> Result<(), String> {
         apply_thp(self.thp)?;
         if self.variant != Variant::Anonymous {

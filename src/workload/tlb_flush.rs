@@ -4,7 +4,7 @@
 //! back as zero (a read fault mapping the zero page); unmap. An LKP report of 2023-2024 measured
 //! -32.3% per_thread_ops on it. One count per page, as will-it-scale counts.
 
-use super::{Counter, Shape, Unit, Workload, WorkloadSettings, map};
+use super::{Counter, Workload, WorkloadSettings, map};
 
 /// will-it-scale's MEMORYSIZE.
 pub const MEMORY_BYTES: usize = 1 << 20;
@@ -20,12 +20,6 @@ impl TlbFlush {
 }
 
 impl Workload for TlbFlush {
-    fn shape(&self) -> Shape {
-        // Two faults per page (the write, then the read of the zapped page): counted as one
-        // operation each, as will-it-scale counts.
-        Shape { unit: Unit::Operations, per_iteration: 1, exact: false }
-    }
-
     fn prepare(&mut self) -> Result<(), String> {
         Ok(())
     }

@@ -2,7 +2,7 @@
 //! `usemem -m SIZE` in the 2004 rmap trylock measurements. Under a limited profile whose limit
 //! is below --size this drives memcg reclaim (and, without swap, the OOM killer).
 
-use super::{Counter, Shape, Workload, WorkloadSettings, anon::Anon};
+use super::{Counter, Workload, WorkloadSettings, anon::Anon};
 
 pub struct Usemem(Anon);
 
@@ -13,10 +13,6 @@ impl Usemem {
 }
 
 impl Workload for Usemem {
-    fn shape(&self) -> Shape {
-        self.0.shape()
-    }
-
     fn prepare(&mut self) -> Result<(), String> {
         self.0.prepare()
     }

@@ -10,7 +10,7 @@
 //! Counted per page read (the unit `pages`): fault-around may map several cached pages in one
 //! fault, so the kernel's fault count, beside it, is lower where pages survive an iteration.
 
-use super::{Counter, Shape, Unit, Workload, WorkloadSettings, fresh_file, map};
+use super::{Counter, Workload, WorkloadSettings, fresh_file, map};
 use std::os::fd::AsRawFd;
 
 pub struct UsememFile {
@@ -33,10 +33,6 @@ impl UsememFile {
 }
 
 impl Workload for UsememFile {
-    fn shape(&self) -> Shape {
-        Shape { unit: Unit::Pages, per_iteration: 1, exact: false }
-    }
-
     fn prepare(&mut self) -> Result<(), String> {
         self.file = Some(fresh_file(&self.path, self.bytes as u64)?);
         Ok(())

@@ -1,0 +1,108 @@
+//! The CSV's row, one type for both directions: export/csv.rs fills and writes it, results.rs
+//! reads result files back into it, so a column cannot differ between writer and reader. It
+//! lives below both (export imports results, never the reverse). The columns are documented in
+//! the README.
+//!
+//! Files from earlier versions lack the newer columns: every column may be absent and reads as
+//! its default (empty, 0, false; `run_complete` true). The reader checks the columns no
+//! version lacked (`results::ESSENTIAL`) by name first, to say what the file is not.
+
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct Row {
+    pub run_id: String,
+    pub started_at: String,
+    pub host: String,
+    pub kernel: String,
+    pub cgroup_version: String,
+    pub workload: String,
+    pub mode: String,
+    pub tasks: usize,
+    pub placement: String,
+    pub depth: u32,
+    /// Levels between the hierarchy's root and the baseline's cgroup (0: the true root).
+    pub base_depth: usize,
+    /// The profile the placement came from (name or path); empty for plain placements.
+    pub profile: String,
+    pub cgroup_path: String,
+    /// 1-based; every repetition measures every placement in `--slices` slices.
+    pub repetition: u32,
+    pub slice: u32,
+    pub sequence: usize,
+    /// Empty on summary rows; the worker's CPU on --per-cpu rows.
+    pub cpu: Option<usize>,
+    pub duration_s: f64,
+    /// What `faults` counts: faults, or loops for mmap-file (which takes none).
+    pub unit: String,
+    pub faults: u64,
+    pub faults_per_sec: f64,
+    pub faults_per_sec_per_task: f64,
+    /// Wall-clock nanoseconds one worker spends per fault (per loop for mmap-file).
+    pub ns_per_fault: Option<f64>,
+    pub kernel_faults: u64,
+    /// The workers' CPU time in user and kernel mode (rusage), summed over the row's workers.
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub kernel_count_source: String,
+    pub memcg_pgfault: Option<u64>,
+    pub start_skew_us: Option<f64>,
+    /// The baseline's rate over this row's in the same slice: this placement's cost per fault
+    /// over the baseline's (the 2009 post's 109%). Empty on the baseline's own rows.
+    pub overhead_vs_baseline: Option<f64>,
+    /// false when a stop signal ended the run before every slice was measured (a file from
+    /// before the column was a complete run).
+    #[serde(default = "complete")]
+    pub run_complete: bool,
+    pub thp_enabled: String,
+    pub governor: String,
+    /// true when the measured time exceeded the time asked for by more than 10% (stopped or
+    /// starved): the rate is not comparable with the others.
+    pub overran: bool,
+    /// What the memcg did in the slice (deltas; empty where the kernel has no such counter here,
+    /// e.g. pgscan and pgsteal on v1): pages scanned and reclaimed, times memory.high and
+    /// memory.max (v1: the limit, failcnt) were hit, and microseconds stalled on memory.
+    pub pgscan: Option<u64>,
+    pub pgsteal: Option<u64>,
+    pub events_high: Option<u64>,
+    pub events_max: Option<u64>,
+    pub psi_some_us: Option<u64>,
+    pub psi_full_us: Option<u64>,
+    /// `cgroup`, or `system` where only /proc/pressure/memory exists (v1).
+    pub psi_scope: Option<crate::measure::memcg::PsiScope>,
+    /// --profile: the memcg family's share of this slice's samples, and its CPU ns per fault.
+    pub memcg_share: Option<f64>,
+    pub memcg_ns_per_fault: Option<f64>,
+    /// What must agree for two runs to be compared (`compare` checks them).
+    pub chunk_bytes: u64,
+    pub size_bytes: u64,
+    /// --thp as asked (`thp_enabled` is the system setting).
+    pub thp_mode: String,
+    /// The file workloads' filesystem (tmpfs, ext4, ...); empty for the others.
+    pub tmpdir_fs: String,
+    /// The knobs written for this placement, `levelN:file=value`, space-separated.
+    pub knobs: String,
+    /// --iterations: the fixed work each task did; the row's duration_s is then the run's
+    /// elapsed time (first start to last finish). Empty for timed runs.
+    pub iterations_per_task: Option<u64>,
+}
+
+impl Row {
+    /// The settings that must agree for two files' rows to be compared, named as their columns
+    /// (`results::SETTINGS`), with their cells as written.
+    pub fn settings(&self) -> [(&'static str, String); 7] {
+        let [chunk, size, thp, tmpdir_fs, kernel_count_source, knobs, iterations] = super::SETTINGS;
+        [
+            (chunk, self.chunk_bytes.to_string()),
+            (size, self.size_bytes.to_string()),
+            (thp, self.thp_mode.clone()),
+            (tmpdir_fs, self.tmpdir_fs.clone()),
+            (kernel_count_source, self.kernel_count_source.clone()),
+            (knobs, self.knobs.clone()),
+            (iterations, self.iterations_per_task.map(|n| n.to_string()).unwrap_or_default()),
+        ]
+    }
+}
+
+fn complete() -> bool {
+    true
+}
