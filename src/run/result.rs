@@ -19,6 +19,16 @@ pub struct WorkerResult {
     pub cpu_share: f64,
     /// When this worker entered its loop, from the release signal.
     pub start_offset_ns: u64,
+    /// Time on its CPU over the measured span (schedstat, or the thread's CPU clock), read with
+    /// the worker frozen at both ends: the cost of its faults, whatever else ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_cpu_ns: Option<u64>,
+    /// Time runnable but waiting for a CPU (schedstat's run_delay): other load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_ns: Option<u64>,
+    /// The hypervisor's steal of this worker's CPU over the slice (/proc/stat).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steal_ns: Option<u64>,
     /// `siblings:N`: the sibling cgroup this worker ran in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cgroup_path: Option<String>,

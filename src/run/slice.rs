@@ -19,7 +19,7 @@ use crate::cgroup::{Hierarchy, Leaf};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::memcg::{self, Counters, PsiScope};
 use crate::measure::perf::{PerfReading, WorkerPerf};
-use crate::measure::procfs::{ProcStat, task_stat};
+use crate::measure::procfs::{ProcStat, SchedTimes, sched_times, steal_ns, task_stat};
 use crate::measure::sampling::WorkerSampler;
 use crate::measure::stacks::ProfileCounts;
 use crate::workload;
@@ -49,6 +49,10 @@ struct Snapshot {
     psi_scope: Option<PsiScope>,
     /// Per worker thread, /proc's view (thread mode's CPU times come from here).
     tasks: Vec<Option<ProcStat>>,
+    /// Per worker thread, its time on a CPU and waiting for one.
+    sched: Vec<Option<SchedTimes>>,
+    /// Per CPU number, the hypervisor's steal so far.
+    steal_ns: Vec<Option<u64>>,
 }
 
 /// The clock stamps of a slice: release, start of the measured span (after warmup), stop.
@@ -204,6 +208,8 @@ impl<'a> Slice<'a> {
         let dirs = self.memcg_dirs();
         let (memcg, psi_scope) = memcg::counters_over(&self.request.leaf.fs_path, &dirs);
         Snapshot {
+            sched: (0..self.count()).map(|i| sched_times(self.workers.process_of(i).as_raw(), self.tids[i])).collect(),
+            steal_ns: steal_ns(),
             iterations: self.iterations(),
             minflt,
             perf,
@@ -441,7 +447,15 @@ impl<'a> Slice<'a> {
             (Mode::Thread, None) => bail!("could not read /proc for worker thread {}", self.tids[index]),
         };
         let perf = (self.source == KernelCountSource::Perf).then(|| after.perf[index].since(&before.perf[index]));
+        let (sched_before, sched_after) = (before.sched[index], after.sched[index]);
+        let on_cpu_ns = sched_after.zip(sched_before).map(|(a, b)| a.on_cpu_ns.saturating_sub(b.on_cpu_ns));
+        let wait_ns = sched_after.zip(sched_before).and_then(|(a, b)| Some(a.wait_ns?.saturating_sub(b.wait_ns?)));
+        let cpu = self.request.cpus[index];
+        let steal_ns = after.steal_ns.get(cpu).copied().flatten().zip(before.steal_ns.get(cpu).copied().flatten());
         Ok(WorkerResult {
+            on_cpu_ns,
+            wait_ns,
+            steal_ns: steal_ns.map(|(a, b)| a.saturating_sub(b)),
             cpu: self.request.cpus[index],
             pid: self.tids[index],
             iterations,

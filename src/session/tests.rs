@@ -53,6 +53,9 @@ fn run_of(cpus: &[usize], per_worker_rate: f64, elapsed_ns: u64) -> PlacementRun
             sys_us: elapsed_ns / 1000 - 1,
             cpu_share: 1.0,
             start_offset_ns: 1000,
+            on_cpu_ns: None,
+            wait_ns: None,
+            steal_ns: None,
             cgroup_path: None,
         })
         .collect();
