@@ -57,10 +57,10 @@ fn main() -> ExitCode {
             let options = RunOptions::from_args(&cli.run, &allowed).map_err(usage::usage)?;
             commands::measure(&options, &allowed)
         }),
-        Some(Command::Env { cgroup_version, base }) => commands::env(cgroup_version, &base),
-        Some(Command::Profiles { name, cgroup_version }) => commands::profiles(name.as_deref(), cgroup_version),
-        Some(Command::Compare { base, new, format, force }) => commands::compare(&base, &new, format, force),
-        Some(Command::Plot { file, output, chart }) => commands::plot(&file, &output, chart),
+        Some(Command::Env { cgroup_version, base }) => commands::env(cgroup_version.into(), &base),
+        Some(Command::Profiles { name, cgroup_version }) => commands::profiles(name.as_deref(), cgroup_version.into()),
+        Some(Command::Compare { base, new, format, force }) => commands::compare(&base, &new, format.into(), force),
+        Some(Command::Plot { file, output, chart }) => commands::plot(&file, &output, chart.into()),
         Some(Command::Completions { shell }) => {
             clap_complete::generate(
                 shell,
@@ -75,7 +75,7 @@ fn main() -> ExitCode {
             .map(|_| ExitCode::SUCCESS)
             .map_err(Into::into),
         Some(Command::Cleanup { dry_run, cgroup_version, base, tmpdir }) => {
-            commands::cleanup(dry_run, cgroup_version, &base, &tmpdir)
+            commands::cleanup(dry_run, cgroup_version.into(), &base, &tmpdir)
         }
     };
     match result {

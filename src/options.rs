@@ -6,12 +6,15 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::cgroup::BaseSpec;
-use crate::cli::RunArgs;
-use crate::export::OutputPath;
+use crate::cgroup::{BaseSpec, VersionChoice};
+use crate::cli::{self, RunArgs};
+use crate::export::plot::Chart;
+use crate::export::{Format, OutputPath};
 use crate::plan::{Placement, Plan, parse_placements};
-use crate::run::Mode;
+use crate::run::topology::CpuOrder;
+use crate::run::{KernelCountSource, Mode};
 use crate::text::{format_cpu_list, parse_cpu_list, parse_seconds, parse_size};
+use crate::workload::{ThpMode, WorkloadKind};
 
 /// The shortest slice worth measuring: well above the start/stop cost (tens of microseconds).
 const MIN_DURATION: Duration = Duration::from_millis(100);
@@ -67,7 +70,7 @@ impl RunOptions {
             None => vec![cpus.len()],
             Some(text) => parse_task_counts(text)?,
         };
-        check_siblings(&placements, &task_counts, args.mode)?;
+        check_siblings(&placements, &task_counts, args.mode.into())?;
         let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
         let memory = WorkloadMemory::from_args(args, page_size)?;
         let profile_dir = profile_dir(args)?;
@@ -87,15 +90,15 @@ impl RunOptions {
             interval: timing.interval,
             cpus,
             task_counts,
-            workload: args.workload,
-            mode: args.mode,
-            kernel_count: args.kernel_count,
+            workload: args.workload.into(),
+            mode: args.mode.into(),
+            kernel_count: args.kernel_count.into(),
             chunk_bytes: memory.chunk_bytes,
             size_bytes: memory.size_bytes,
-            thp: args.thp,
+            thp: args.thp.into(),
             tmpdir: memory.tmpdir,
             base: BaseSpec::parse(&args.base)?,
-            version: args.cgroup_version,
+            version: args.cgroup_version.into(),
             page_size,
             profile: args.profile || args.profile_dir.is_some(),
             profile_dir,
@@ -222,7 +225,7 @@ fn cpus(args: &RunArgs, allowed_cpus: &[usize]) -> Result<Vec<usize>> {
     if cpus.is_empty() {
         bail!("no CPU to run on: the allowed set is empty");
     }
-    Ok(crate::run::topology::order(&cpus, args.cpu_order, Path::new("/sys/devices/system/cpu")))
+    Ok(crate::run::topology::order(&cpus, args.cpu_order.into(), Path::new("/sys/devices/system/cpu")))
 }
 
 /// siblings:N spreads the workers' processes over N cgroups: it needs processes, and at least
@@ -263,24 +266,25 @@ impl WorkloadMemory {
         if chunk_bytes > 1 << 40 {
             bail!("--chunk {}: at most 1T per worker", args.chunk);
         }
-        if args.mode == Mode::Thread
-            && let Some(problem) = args.workload.thread_mode_problem()
+        let workload = WorkloadKind::from(args.workload);
+        if Mode::from(args.mode) == Mode::Thread
+            && let Some(problem) = workload.thread_mode_problem()
         {
             bail!(
                 "--mode thread: --workload {} cannot run as threads ({problem}); use --mode process",
-                args.workload.name()
+                workload.name()
             );
         }
         let size_bytes = parse_size("--size", &args.size)?;
         if size_bytes < page_size || size_bytes % page_size != 0 || size_bytes > 1 << 40 {
             bail!("--size {}: must be a multiple of the page size ({page_size} bytes) up to 1T, e.g. 64M", args.size);
         }
-        let tmpdir = PathBuf::from(args.tmpdir.as_deref().unwrap_or(args.workload.default_tmpdir()));
-        if args.workload.needs_files() && !tmpdir.is_dir() {
+        let tmpdir = PathBuf::from(args.tmpdir.as_deref().unwrap_or(workload.default_tmpdir()));
+        if workload.needs_files() && !tmpdir.is_dir() {
             bail!("--tmpdir {}: not a directory; give an existing directory (e.g. /dev/shm or /tmp)", tmpdir.display());
         }
-        if let Some(problem) = args.workload.files_dir_problem(&tmpdir) {
-            bail!("--tmpdir {} (for --workload {}): {problem}", tmpdir.display(), args.workload.name());
+        if let Some(problem) = workload.files_dir_problem(&tmpdir) {
+            bail!("--tmpdir {} (for --workload {}): {problem}", tmpdir.display(), workload.name());
         }
         Ok(WorkloadMemory { chunk_bytes, size_bytes, tmpdir })
     }
@@ -307,9 +311,57 @@ fn check_one_stdout(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// The command line's value enums as the engine's types: `From` impls that name every variant
+/// on both sides, so a value added to one side and not the other does not compile.
+macro_rules! same_values {
+    ($($cli:ty => $engine:ident { $($variant:ident),+ $(,)? })+) => {$(
+        impl From<$cli> for $engine {
+            fn from(value: $cli) -> Self {
+                type Cli = $cli;
+                match value {
+                    $(Cli::$variant => $engine::$variant,)+
+                }
+            }
+        }
+    )+};
+}
+
+same_values! {
+    cli::CgroupVersion => VersionChoice { Auto, V1, V2 }
+    cli::Format => Format { Table, Csv, Markdown }
+    cli::Chart => Chart { Auto, Depth, Tasks, Bars }
+    cli::CpuOrder => CpuOrder { CoresFirst, Numeric }
+    cli::Mode => Mode { Process, Thread }
+    cli::Workload => WorkloadKind {
+        Anon, FilePrivate, FileShared, MmapFile, Usemem, UsememFile, Fork,
+        PageFault1, PageFault2, PageFault3, Fallocate1, Fallocate2, TlbFlush2,
+    }
+    cli::Thp => ThpMode { Keep, Never, Always }
+    cli::KernelCount => KernelCountSource { Minflt, Perf }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A value the command line accepts is the name the engine prints (table, CSV, JSON).
+    #[test]
+    fn command_line_values_are_the_engine_names() {
+        use clap::ValueEnum;
+        let name = |value: &dyn Fn() -> Option<clap::builder::PossibleValue>| value().unwrap().get_name().to_string();
+        for &w in cli::Workload::value_variants() {
+            assert_eq!(name(&|| w.to_possible_value()), WorkloadKind::from(w).name());
+        }
+        for &m in cli::Mode::value_variants() {
+            assert_eq!(name(&|| m.to_possible_value()), Mode::from(m).name());
+        }
+        for &t in cli::Thp::value_variants() {
+            assert_eq!(name(&|| t.to_possible_value()), ThpMode::from(t).name());
+        }
+        for &k in cli::KernelCount::value_variants() {
+            assert_eq!(name(&|| k.to_possible_value()), KernelCountSource::from(k).name());
+        }
+    }
 
     #[test]
     fn task_counts() {

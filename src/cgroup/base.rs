@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use super::fs as cgfs;
 use super::{Hierarchy, Version};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VersionChoice {
     Auto,
     V1,
