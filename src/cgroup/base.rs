@@ -6,6 +6,7 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Result, bail};
 
+use super::error::InputError;
 use super::fs as cgfs;
 use super::{Hierarchy, Version};
 
@@ -47,9 +48,10 @@ impl BaseSpec {
 }
 
 /// Finds the base directory on disk and checks it is a cgroup of `hierarchy`: inside its mount
-/// after resolving symlinks, no `..`, a directory holding cgroup.procs.
+/// after resolving symlinks, no `..`, a directory holding cgroup.procs. Every error is the
+/// user's `--base` naming no usable cgroup: an `InputError`.
 pub fn resolve_base(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
-    resolve(hierarchy, spec).map_err(crate::usage::usage)
+    resolve(hierarchy, spec).map_err(InputError::mark)
 }
 
 fn resolve(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {

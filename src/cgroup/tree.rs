@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow, bail};
 
 use super::base::{foreign_processes, memory_available, memory_delegated};
+use super::error::InputError;
 use super::fs as cgfs;
 use super::knobs::{Knob, writes_for};
 use super::{Hierarchy, Version};
@@ -146,7 +147,7 @@ impl Tree {
     pub fn build_all(&mut self, placements: &[LeafSpec]) -> Result<Vec<Leaf>> {
         for (i, a) in placements.iter().enumerate() {
             if let Some(b) = placements[i + 1..].iter().find(|b| dir_label(b.label) == dir_label(a.label)) {
-                return Err(crate::usage::usage(anyhow!(
+                return Err(InputError::mark(anyhow!(
                     "--cgroup: {} and {} would share the directory name ...-{}; list one of them, or rename the profile",
                     a.origin,
                     b.origin,
@@ -157,7 +158,7 @@ impl Tree {
         for placement in placements {
             for (index, level) in placement.levels.iter().enumerate() {
                 writes_for(level, self.hierarchy.version).map_err(|e| {
-                    crate::usage::usage(anyhow!("--cgroup {}: level {}: {e}", placement.origin, index + 1))
+                    InputError::mark(anyhow!("--cgroup {}: level {}: {e}", placement.origin, index + 1))
                 })?;
             }
         }
