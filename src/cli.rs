@@ -1,10 +1,6 @@
 //! Command-line definitions only; validation lives in options.rs.
 
-use clap::{Args, Parser, Subcommand};
-
-use crate::cgroup::VersionChoice;
-use crate::run::{KernelCountSource, Mode};
-use crate::workload::{ThpMode, WorkloadKind};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -31,8 +27,8 @@ pub struct Cli {
 pub enum Command {
     /// Print the cgroup layout, memory controller, CPUs, THP and kernel faultscale sees
     Env {
-        #[arg(long, value_enum, default_value_t = VersionChoice::Auto)]
-        cgroup_version: VersionChoice,
+        #[arg(long, value_enum, default_value_t = CgroupVersion::Auto)]
+        cgroup_version: CgroupVersion,
         #[arg(long, default_value = "root")]
         base: String,
     },
@@ -40,8 +36,8 @@ pub enum Command {
     Profiles {
         /// A shipped profile name or a .toml path
         name: Option<String>,
-        #[arg(long, value_enum, default_value_t = VersionChoice::Auto)]
-        cgroup_version: VersionChoice,
+        #[arg(long, value_enum, default_value_t = CgroupVersion::Auto)]
+        cgroup_version: CgroupVersion,
     },
     /// Compare runs: BASE against NEW (and more), matched by workload, mode, tasks, placement
     Compare {
@@ -50,8 +46,8 @@ pub enum Command {
         /// Runs to compare with it
         #[arg(required = true)]
         new: Vec<String>,
-        #[arg(long, value_enum, default_value_t = crate::export::Format::Table)]
-        format: crate::export::Format,
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
         /// Compare rows even where their settings differ (chunk, size, THP mode, tmpdir
         /// filesystem, kernel count source, knobs); each difference is still said
         #[arg(long)]
@@ -63,8 +59,8 @@ pub enum Command {
         /// The picture to write: a .svg or .png file
         #[arg(short, long)]
         output: String,
-        #[arg(long, value_enum, default_value_t = crate::export::plot::Chart::Auto)]
-        chart: crate::export::plot::Chart,
+        #[arg(long, value_enum, default_value_t = Chart::Auto)]
+        chart: Chart,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions { shell: clap_complete::Shell },
@@ -75,8 +71,8 @@ pub enum Command {
         /// List what would be removed, remove nothing
         #[arg(long)]
         dry_run: bool,
-        #[arg(long, value_enum, default_value_t = VersionChoice::Auto)]
-        cgroup_version: VersionChoice,
+        #[arg(long, value_enum, default_value_t = CgroupVersion::Auto)]
+        cgroup_version: CgroupVersion,
         /// Where to look: root, self or a cgroup path (searched recursively)
         #[arg(long, default_value = "root")]
         base: String,
@@ -136,8 +132,8 @@ pub struct RunArgs {
 
     /// The order workers take the CPUs: one per physical core first, then SMT siblings
     /// (as will-it-scale), or numeric
-    #[arg(long, value_enum, default_value_t = crate::run::topology::CpuOrder::CoresFirst)]
-    pub cpu_order: crate::run::topology::CpuOrder,
+    #[arg(long, value_enum, default_value_t = CpuOrder::CoresFirst)]
+    pub cpu_order: CpuOrder,
 
     /// Task counts to sweep, e.g. 1,2,4,8 or 3,6,12,24,48 or 1..8 [default: one per CPU]; tasks
     /// beyond the CPUs given are placed round-robin
@@ -150,8 +146,8 @@ pub struct RunArgs {
     pub mode: Mode,
 
     /// The loop each worker runs
-    #[arg(long, value_enum, default_value_t = WorkloadKind::Anon)]
-    pub workload: WorkloadKind,
+    #[arg(long, value_enum, default_value_t = Workload::Anon)]
+    pub workload: Workload,
 
     /// Bytes usemem allocates per iteration, usemem-file maps and reads, and fork's children
     /// write (K, M, G suffixes)
@@ -159,8 +155,8 @@ pub struct RunArgs {
     pub size: String,
 
     /// THP for the workers' anonymous memory; never keeps every fault a base-page fault
-    #[arg(long, value_enum, default_value_t = ThpMode::Never)]
-    pub thp: ThpMode,
+    #[arg(long, value_enum, default_value_t = Thp::Never)]
+    pub thp: Thp,
 
     /// Directory for the file workloads' files (a run directory is made in it and removed);
     /// /dev/shm for tmpfs, /tmp or a disk path for a disk filesystem [default: /dev/shm for
@@ -174,8 +170,8 @@ pub struct RunArgs {
 
     /// Where the kernel's fault count comes from: minflt costs nothing on the fault path; perf
     /// adds perf stat's software counters at a cost on every fault
-    #[arg(long, value_enum, default_value_t = KernelCountSource::Minflt)]
-    pub kernel_count: KernelCountSource,
+    #[arg(long, value_enum, default_value_t = KernelCount::Minflt)]
+    pub kernel_count: KernelCount,
 
     /// Cgroup to build under: root (the hierarchy's root), self (the cgroup faultscale runs in;
     /// containers, CI, delegated setups), new (a cgroup of faultscale's own, holding only
@@ -184,8 +180,8 @@ pub struct RunArgs {
     pub base: String,
 
     /// Which hierarchy holds the memory controller to use
-    #[arg(long, value_enum, default_value_t = VersionChoice::Auto)]
-    pub cgroup_version: VersionChoice,
+    #[arg(long, value_enum, default_value_t = CgroupVersion::Auto)]
+    pub cgroup_version: CgroupVersion,
 
     /// Write summary rows as CSV to FILE (- for stdout)
     #[arg(long, value_name = "FILE")]
@@ -218,4 +214,110 @@ pub struct RunArgs {
     /// Print no table, only warnings and errors
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+// The values of the enum flags. Each maps to an engine type of the same meaning (options.rs), so
+// the engine does not depend on clap; the variants' doc comments are the help's value lists.
+
+/// `--cgroup-version`: which hierarchy holds the memory controller to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CgroupVersion {
+    Auto,
+    V1,
+    V2,
+}
+
+/// `compare --format`: how `compare` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Csv,
+    Markdown,
+}
+
+/// `plot --chart`: the picture to draw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Chart {
+    /// tasks when several task counts were run, depth when several depths, else bars
+    Auto,
+    Depth,
+    Tasks,
+    Bars,
+}
+
+/// `--cpu-order`: the order workers take the CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CpuOrder {
+    /// One CPU per physical core first, then their SMT siblings
+    CoresFirst,
+    /// The CPUs in numeric order
+    Numeric,
+}
+
+/// `--mode`: workers as processes or as threads of one process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    Process,
+    Thread,
+}
+
+/// `--workload`: the loop each worker runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Workload {
+    /// mmap a private anonymous --chunk, write one byte per page, munmap (the 2009 memcg loop)
+    Anon,
+    /// mmap a per-worker file privately, write one byte per page (COW faults), munmap
+    FilePrivate,
+    /// mmap a per-worker file shared, write one byte per page (page cache faults, dirtying), munmap
+    FileShared,
+    /// every worker maps and unmaps one page of ONE shared file, untouched (i_mmap lock); counts loops
+    MmapFile,
+    /// allocate and touch --size bytes per iteration, like usemem -m; drives reclaim under a limit
+    Usemem,
+    /// usemem -f: map a sparse per-worker file of --size shared, read a word per page; counted per page. Above a limit the clean page cache is reclaimed through rmap, no swap needed
+    UsememFile,
+    /// fork a child that writes every page of --size inherited memory and exits (anon_vma, COW)
+    Fork,
+    /// will-it-scale page_fault1: 128 MiB private anonymous per iteration, counted per page
+    #[value(name = "page_fault1")]
+    PageFault1,
+    /// will-it-scale page_fault2: 128 MiB private file mapping (COW), counted per page
+    #[value(name = "page_fault2")]
+    PageFault2,
+    /// will-it-scale page_fault3: 128 MiB shared file mapping, counted per page
+    #[value(name = "page_fault3")]
+    PageFault3,
+    /// will-it-scale fallocate1: fallocate 8 KiB steps of a 1 MiB tmpfs file, truncate, repeat; counted per call
+    #[value(name = "fallocate1")]
+    Fallocate1,
+    /// will-it-scale fallocate2: the same with the file in /tmp
+    #[value(name = "fallocate2")]
+    Fallocate2,
+    /// will-it-scale tlb_flush2: write a page, MADV_DONTNEED it, read it back, per page of 1 MiB; counted per page
+    #[value(name = "tlb_flush2")]
+    TlbFlush2,
+}
+
+/// `--thp`: THP for the workers' anonymous memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Thp {
+    /// Leave the system setting alone
+    Keep,
+    /// Disable THP for the worker (PR_SET_THP_DISABLE, once): every fault is a base-page fault
+    Never,
+    /// madvise(MADV_HUGEPAGE) each anonymous mapping
+    Always,
+}
+
+/// `--kernel-count`: where the kernel's per-worker fault count comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KernelCount {
+    /// The task's minor-fault counter (wait4 rusage ru_minflt, minus its value at ready),
+    /// which the kernel keeps anyway: nothing is added to the fault path.
+    Minflt,
+    /// perf software counters (page-faults with kernel faults included, task-clock, context
+    /// switches, CPU migrations), as `perf stat` counts them. Each fault also pays for the
+    /// perf event: 7.5% of the anon fault rate on the development machine, which pulls
+    /// root/child ratios toward 100%.
+    Perf,
 }

@@ -57,10 +57,10 @@ fn main() -> ExitCode {
             let options = RunOptions::from_args(&cli.run, &allowed).map_err(usage::usage)?;
             commands::measure(&options, &allowed)
         }),
-        Some(Command::Env { cgroup_version, base }) => commands::env(cgroup_version, &base),
-        Some(Command::Profiles { name, cgroup_version }) => commands::profiles(name.as_deref(), cgroup_version),
-        Some(Command::Compare { base, new, format, force }) => commands::compare(&base, &new, format, force),
-        Some(Command::Plot { file, output, chart }) => commands::plot(&file, &output, chart),
+        Some(Command::Env { cgroup_version, base }) => commands::env(cgroup_version.into(), &base),
+        Some(Command::Profiles { name, cgroup_version }) => commands::profiles(name.as_deref(), cgroup_version.into()),
+        Some(Command::Compare { base, new, format, force }) => commands::compare(&base, &new, format.into(), force),
+        Some(Command::Plot { file, output, chart }) => commands::plot(&file, &output, chart.into()),
         Some(Command::Completions { shell }) => {
             clap_complete::generate(
                 shell,
@@ -75,7 +75,7 @@ fn main() -> ExitCode {
             .map(|_| ExitCode::SUCCESS)
             .map_err(Into::into),
         Some(Command::Cleanup { dry_run, cgroup_version, base, tmpdir }) => {
-            commands::cleanup(dry_run, cgroup_version, &base, &tmpdir)
+            commands::cleanup(dry_run, cgroup_version.into(), &base, &tmpdir)
         }
     };
     match result {
@@ -93,9 +93,15 @@ fn main() -> ExitCode {
             }
             // One line: the context chain joined, as ripgrep does.
             say!("faultscale: error: {e:#}");
-            if usage::is_usage(&e) { ExitCode::from(2) } else { ExitCode::FAILURE }
+            if is_users_input(&e) { ExitCode::from(2) } else { ExitCode::FAILURE }
         }
     }
+}
+
+/// Whether `error` is the user's input being wrong (exit 2) rather than something that went
+/// wrong while running (exit 1): marked so by the front end, or an engine error typed so.
+fn is_users_input(error: &anyhow::Error) -> bool {
+    usage::is_usage(error) || cgroup::is_input_error(error)
 }
 
 /// clap's usage errors span several lines; the message, the valid values and a hint fit on one.

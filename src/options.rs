@@ -6,11 +6,15 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::cgroup::BaseSpec;
-use crate::cli::RunArgs;
-use crate::export::OutputPath;
+use crate::cgroup::{BaseSpec, VersionChoice};
+use crate::cli::{self, RunArgs};
+use crate::export::plot::Chart;
+use crate::export::{Format, OutputPath};
 use crate::plan::{Placement, Plan, parse_placements};
+use crate::run::topology::CpuOrder;
+use crate::run::{KernelCountSource, Mode};
 use crate::text::{format_cpu_list, parse_cpu_list, parse_seconds, parse_size};
+use crate::workload::{ThpMode, WorkloadKind};
 
 /// The shortest slice worth measuring: well above the start/stop cost (tens of microseconds).
 const MIN_DURATION: Duration = Duration::from_millis(100);
@@ -56,27 +60,96 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
-    /// Validates the arguments against this machine's allowed CPU set.
+    /// Validates the arguments against this machine's allowed CPU set. The checks run in the
+    /// order the flags are listed here, so of several mistakes the same one is named first.
     pub fn from_args(args: &RunArgs, allowed_cpus: &[usize]) -> Result<Self> {
-        let mut placements = parse_placements(&args.cgroup)?;
-        let baseline = !args.no_baseline;
-        // The baseline is always measured first; listing `root` too just says so.
-        placements.retain(|p| !p.is_root());
-        if baseline {
-            placements.insert(0, Placement::root());
-        }
-        if placements.is_empty() {
-            bail!("--no-baseline with --cgroup root leaves nothing to measure; name a placement such as child");
-        }
-        // The baseline's names are taken: a profile called root would make two "root" rows.
-        if let Some(clash) = placements.iter().find(|p| (p.name == "root" || p.name == "base") && !p.is_root()) {
-            bail!(
-                "--cgroup {:?}: the profile is named {}, which is the baseline's name; rename the profile",
-                clash.profile.as_deref().unwrap_or(&clash.name),
-                clash.name
-            );
-        }
+        let placements = placements(args)?;
+        let timing = Timing::from_args(args)?;
+        let cpus = cpus(args, allowed_cpus)?;
+        let task_counts = match &args.tasks {
+            None => vec![cpus.len()],
+            Some(text) => parse_task_counts(text)?,
+        };
+        check_siblings(&placements, &task_counts, args.mode.into())?;
+        let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
+        let memory = WorkloadMemory::from_args(args, page_size)?;
+        let profile_dir = profile_dir(args)?;
+        check_one_stdout(args)?;
 
+        let plan = Plan {
+            placements,
+            duration: timing.duration,
+            slices: timing.slices,
+            repeat: timing.repeat,
+            // Fixed work is timed whole, as `time` times a run: nothing is discarded.
+            warmup: if timing.iterations.is_some() {
+                Duration::ZERO
+            } else {
+                parse_seconds("--warmup", &args.warmup, true)?
+            },
+            interval: timing.interval,
+            cpus,
+            task_counts,
+            workload: args.workload.into(),
+            mode: args.mode.into(),
+            kernel_count: args.kernel_count.into(),
+            chunk_bytes: memory.chunk_bytes,
+            size_bytes: memory.size_bytes,
+            thp: args.thp.into(),
+            tmpdir: memory.tmpdir,
+            base: BaseSpec::parse(&args.base)?,
+            version: args.cgroup_version.into(),
+            page_size,
+            profile: args.profile || args.profile_dir.is_some(),
+            profile_dir,
+            iterations: timing.iterations,
+        };
+        Ok(RunOptions {
+            plan,
+            csv: args.csv.as_deref().map(OutputPath::parse),
+            json: args.json.as_deref().map(OutputPath::parse),
+            samples_csv: args.samples_csv.as_deref().map(OutputPath::parse),
+            per_cpu: args.per_cpu,
+            quiet: args.quiet,
+        })
+    }
+}
+
+/// `--cgroup` and `--no-baseline`: the placements in the order they are measured, the
+/// baseline first.
+fn placements(args: &RunArgs) -> Result<Vec<Placement>> {
+    let mut placements = parse_placements(&args.cgroup)?;
+    // The baseline is always measured first; listing `root` too just says so.
+    placements.retain(|p| !p.is_root());
+    if !args.no_baseline {
+        placements.insert(0, Placement::root());
+    }
+    if placements.is_empty() {
+        bail!("--no-baseline with --cgroup root leaves nothing to measure; name a placement such as child");
+    }
+    // The baseline's names are taken: a profile called root would make two "root" rows.
+    if let Some(clash) = placements.iter().find(|p| (p.name == "root" || p.name == "base") && !p.is_root()) {
+        bail!(
+            "--cgroup {:?}: the profile is named {}, which is the baseline's name; rename the profile",
+            clash.profile.as_deref().unwrap_or(&clash.name),
+            clash.name
+        );
+    }
+    Ok(placements)
+}
+
+/// How long and how often each placement is measured: fixed time or fixed work, cut into
+/// slices, repeated, sampled every interval.
+struct Timing {
+    iterations: Option<u64>,
+    duration: Duration,
+    slices: u32,
+    repeat: u32,
+    interval: Duration,
+}
+
+impl Timing {
+    fn from_args(args: &RunArgs) -> Result<Self> {
         let iterations = args
             .iterations
             .as_deref()
@@ -94,23 +167,7 @@ impl RunOptions {
                 MIN_DURATION.as_secs_f64()
             );
         }
-        let slices =
-            match args.slices.trim() {
-                // Fixed work: three whole runs, the fewest that give an interval.
-                "auto" if iterations.is_some() => 3,
-                // About one slice per second: enough for an interval, each long enough to be steady.
-                "auto" => (duration.as_secs_f64().floor() as u32).clamp(1, 10),
-                text => text.parse::<u32>().ok().filter(|n| (1..=1000).contains(n)).ok_or_else(|| {
-                    anyhow!("--slices {text:?}: give a whole number of slices from 1 to 1000, or auto")
-                })?,
-            };
-        if iterations.is_none() && duration / slices < MIN_DURATION {
-            bail!(
-                "--slices {slices}: slices of {:.3} s are shorter than {} s; fewer slices or a longer --duration",
-                (duration / slices).as_secs_f64(),
-                MIN_DURATION.as_secs_f64()
-            );
-        }
+        let slices = slices(args, iterations.is_some(), duration)?;
         let repeat: u32 = args.repeat.trim().parse().map_err(|_| {
             anyhow!("--repeat {:?}: must be a whole number of repetitions from 1 to 10000", args.repeat)
         })?;
@@ -121,47 +178,86 @@ impl RunOptions {
         if interval < Duration::from_millis(10) {
             bail!("--interval {}: must be at least 0.01 s; sampling faster disturbs the measured CPUs", args.interval);
         }
+        Ok(Timing { iterations, duration, slices, repeat, interval })
+    }
+}
 
-        let cpus = match &args.cpus {
-            None => allowed_cpus.to_vec(),
-            Some(text) => {
-                let cpus = parse_cpu_list(text).with_context(|| "--cpus".to_string())?;
-                if let Some(cpu) = cpus.iter().find(|cpu| !allowed_cpus.contains(cpu)) {
-                    bail!(
-                        "--cpus {text}: CPU {cpu} is not in this process's allowed set {}; pick CPUs from that set",
-                        format_cpu_list(allowed_cpus)
-                    );
-                }
-                cpus
-            }
-        };
-        if cpus.is_empty() {
-            bail!("no CPU to run on: the allowed set is empty");
-        }
-        let cpus = crate::run::topology::order(&cpus, args.cpu_order, Path::new("/sys/devices/system/cpu"));
+/// `--slices`: the number given, or by default one per second of `duration` (3 whole runs for
+/// fixed work); each fixed-time slice at least MIN_DURATION long.
+fn slices(args: &RunArgs, fixed_work: bool, duration: Duration) -> Result<u32> {
+    let slices = match args.slices.trim() {
+        // Fixed work: three whole runs, the fewest that give an interval.
+        "auto" if fixed_work => 3,
+        // About one slice per second: enough for an interval, each long enough to be steady.
+        "auto" => (duration.as_secs_f64().floor() as u32).clamp(1, 10),
+        text => text
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=1000).contains(n))
+            .ok_or_else(|| anyhow!("--slices {text:?}: give a whole number of slices from 1 to 1000, or auto"))?,
+    };
+    if !fixed_work && duration / slices < MIN_DURATION {
+        bail!(
+            "--slices {slices}: slices of {:.3} s are shorter than {} s; fewer slices or a longer --duration",
+            (duration / slices).as_secs_f64(),
+            MIN_DURATION.as_secs_f64()
+        );
+    }
+    Ok(slices)
+}
 
-        let task_counts = match &args.tasks {
-            None => vec![cpus.len()],
-            Some(text) => parse_task_counts(text)?,
-        };
-
-        if let Some(siblings) = placements.iter().find(|p| p.siblings > 0) {
-            if args.mode == crate::run::Mode::Thread {
+/// `--cpus` (default: the allowed set), checked against the allowed set and put in the
+/// `--cpu-order` the workers take them in.
+fn cpus(args: &RunArgs, allowed_cpus: &[usize]) -> Result<Vec<usize>> {
+    let cpus = match &args.cpus {
+        None => allowed_cpus.to_vec(),
+        Some(text) => {
+            let cpus = parse_cpu_list(text).with_context(|| "--cpus".to_string())?;
+            if let Some(cpu) = cpus.iter().find(|cpu| !allowed_cpus.contains(cpu)) {
                 bail!(
-                    "--cgroup {}: threads of one process share one memcg, so they cannot run in sibling cgroups; use --mode process",
-                    siblings.name
+                    "--cpus {text}: CPU {cpu} is not in this process's allowed set {}; pick CPUs from that set",
+                    format_cpu_list(allowed_cpus)
                 );
             }
-            if let Some(tasks) = task_counts.iter().find(|&&t| t < siblings.siblings as usize) {
-                bail!(
-                    "--cgroup {}: {tasks} tasks leave a sibling cgroup empty; give at least {} tasks (--tasks), more than the CPUs so that CPUs switch between cgroups",
-                    siblings.name,
-                    siblings.siblings
-                );
-            }
+            cpus
         }
+    };
+    if cpus.is_empty() {
+        bail!("no CPU to run on: the allowed set is empty");
+    }
+    Ok(crate::run::topology::order(&cpus, args.cpu_order.into(), Path::new("/sys/devices/system/cpu")))
+}
 
-        let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
+/// siblings:N spreads the workers' processes over N cgroups: it needs processes, and at least
+/// one task per sibling at every task count.
+fn check_siblings(placements: &[Placement], task_counts: &[usize], mode: Mode) -> Result<()> {
+    let Some(siblings) = placements.iter().find(|p| p.siblings > 0) else { return Ok(()) };
+    if mode == Mode::Thread {
+        bail!(
+            "--cgroup {}: threads of one process share one memcg, so they cannot run in sibling cgroups; use --mode process",
+            siblings.name
+        );
+    }
+    if let Some(tasks) = task_counts.iter().find(|&&t| t < siblings.siblings as usize) {
+        bail!(
+            "--cgroup {}: {tasks} tasks leave a sibling cgroup empty; give at least {} tasks (--tasks), more than the CPUs so that CPUs switch between cgroups",
+            siblings.name,
+            siblings.siblings
+        );
+    }
+    Ok(())
+}
+
+/// The memory a workload's loop touches: `--chunk`, `--size` and the `--tmpdir` its files go
+/// in, checked against the page size, the workload and `--mode`.
+struct WorkloadMemory {
+    chunk_bytes: u64,
+    size_bytes: u64,
+    tmpdir: PathBuf,
+}
+
+impl WorkloadMemory {
+    fn from_args(args: &RunArgs, page_size: u64) -> Result<Self> {
         let chunk_bytes = parse_size("--chunk", &args.chunk)?;
         if chunk_bytes < page_size || chunk_bytes % page_size != 0 {
             bail!("--chunk {}: must be a positive multiple of the page size ({page_size} bytes), e.g. 1M", args.chunk);
@@ -170,79 +266,102 @@ impl RunOptions {
         if chunk_bytes > 1 << 40 {
             bail!("--chunk {}: at most 1T per worker", args.chunk);
         }
-
-        if args.mode == crate::run::Mode::Thread
-            && let Some(problem) = args.workload.thread_mode_problem()
+        let workload = WorkloadKind::from(args.workload);
+        if Mode::from(args.mode) == Mode::Thread
+            && let Some(problem) = workload.thread_mode_problem()
         {
             bail!(
                 "--mode thread: --workload {} cannot run as threads ({problem}); use --mode process",
-                args.workload.name()
+                workload.name()
             );
         }
         let size_bytes = parse_size("--size", &args.size)?;
         if size_bytes < page_size || size_bytes % page_size != 0 || size_bytes > 1 << 40 {
             bail!("--size {}: must be a multiple of the page size ({page_size} bytes) up to 1T, e.g. 64M", args.size);
         }
-        let tmpdir = PathBuf::from(args.tmpdir.as_deref().unwrap_or(args.workload.default_tmpdir()));
-        if args.workload.needs_files() && !tmpdir.is_dir() {
+        let tmpdir = PathBuf::from(args.tmpdir.as_deref().unwrap_or(workload.default_tmpdir()));
+        if workload.needs_files() && !tmpdir.is_dir() {
             bail!("--tmpdir {}: not a directory; give an existing directory (e.g. /dev/shm or /tmp)", tmpdir.display());
         }
-        if let Some(problem) = args.workload.files_dir_problem(&tmpdir) {
-            bail!("--tmpdir {} (for --workload {}): {problem}", tmpdir.display(), args.workload.name());
+        if let Some(problem) = workload.files_dir_problem(&tmpdir) {
+            bail!("--tmpdir {} (for --workload {}): {problem}", tmpdir.display(), workload.name());
         }
-
-        let profile_dir = args.profile_dir.as_deref().map(PathBuf::from);
-        if let Some(dir) = &profile_dir
-            && dir.exists()
-            && !dir.is_dir()
-        {
-            bail!("--profile-dir {}: exists and is not a directory; give a directory", dir.display());
-        }
-        let to_stdout = [&args.csv, &args.json, &args.samples_csv].iter().filter(|o| o.as_deref() == Some("-")).count();
-        if to_stdout > 1 {
-            bail!(
-                "--csv, --json and --samples-csv: only one of them can write to stdout (-); give the others file names"
-            );
-        }
-
-        let plan = Plan {
-            placements,
-            duration,
-            slices,
-            repeat,
-            // Fixed work is timed whole, as `time` times a run: nothing is discarded.
-            warmup: if iterations.is_some() { Duration::ZERO } else { parse_seconds("--warmup", &args.warmup, true)? },
-            interval,
-            cpus,
-            task_counts,
-            workload: args.workload,
-            mode: args.mode,
-            kernel_count: args.kernel_count,
-            chunk_bytes,
-            size_bytes,
-            thp: args.thp,
-            tmpdir,
-            base: BaseSpec::parse(&args.base)?,
-            version: args.cgroup_version,
-            page_size,
-            profile: args.profile || args.profile_dir.is_some(),
-            profile_dir,
-            iterations,
-        };
-        Ok(RunOptions {
-            plan,
-            csv: args.csv.as_deref().map(OutputPath::parse),
-            json: args.json.as_deref().map(OutputPath::parse),
-            samples_csv: args.samples_csv.as_deref().map(OutputPath::parse),
-            per_cpu: args.per_cpu,
-            quiet: args.quiet,
-        })
+        Ok(WorkloadMemory { chunk_bytes, size_bytes, tmpdir })
     }
+}
+
+/// `--profile-dir`: a directory, or a path where one can be made.
+fn profile_dir(args: &RunArgs) -> Result<Option<PathBuf>> {
+    let profile_dir = args.profile_dir.as_deref().map(PathBuf::from);
+    if let Some(dir) = &profile_dir
+        && dir.exists()
+        && !dir.is_dir()
+    {
+        bail!("--profile-dir {}: exists and is not a directory; give a directory", dir.display());
+    }
+    Ok(profile_dir)
+}
+
+/// Two outputs on stdout would interleave into neither format.
+fn check_one_stdout(args: &RunArgs) -> Result<()> {
+    let to_stdout = [&args.csv, &args.json, &args.samples_csv].iter().filter(|o| o.as_deref() == Some("-")).count();
+    if to_stdout > 1 {
+        bail!("--csv, --json and --samples-csv: only one of them can write to stdout (-); give the others file names");
+    }
+    Ok(())
+}
+
+/// The command line's value enums as the engine's types: `From` impls that name every variant
+/// on both sides, so a value added to one side and not the other does not compile.
+macro_rules! same_values {
+    ($($cli:ty => $engine:ident { $($variant:ident),+ $(,)? })+) => {$(
+        impl From<$cli> for $engine {
+            fn from(value: $cli) -> Self {
+                type Cli = $cli;
+                match value {
+                    $(Cli::$variant => $engine::$variant,)+
+                }
+            }
+        }
+    )+};
+}
+
+same_values! {
+    cli::CgroupVersion => VersionChoice { Auto, V1, V2 }
+    cli::Format => Format { Table, Csv, Markdown }
+    cli::Chart => Chart { Auto, Depth, Tasks, Bars }
+    cli::CpuOrder => CpuOrder { CoresFirst, Numeric }
+    cli::Mode => Mode { Process, Thread }
+    cli::Workload => WorkloadKind {
+        Anon, FilePrivate, FileShared, MmapFile, Usemem, UsememFile, Fork,
+        PageFault1, PageFault2, PageFault3, Fallocate1, Fallocate2, TlbFlush2,
+    }
+    cli::Thp => ThpMode { Keep, Never, Always }
+    cli::KernelCount => KernelCountSource { Minflt, Perf }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A value the command line accepts is the name the engine prints (table, CSV, JSON).
+    #[test]
+    fn command_line_values_are_the_engine_names() {
+        use clap::ValueEnum;
+        let name = |value: &dyn Fn() -> Option<clap::builder::PossibleValue>| value().unwrap().get_name().to_string();
+        for &w in cli::Workload::value_variants() {
+            assert_eq!(name(&|| w.to_possible_value()), WorkloadKind::from(w).name());
+        }
+        for &m in cli::Mode::value_variants() {
+            assert_eq!(name(&|| m.to_possible_value()), Mode::from(m).name());
+        }
+        for &t in cli::Thp::value_variants() {
+            assert_eq!(name(&|| t.to_possible_value()), ThpMode::from(t).name());
+        }
+        for &k in cli::KernelCount::value_variants() {
+            assert_eq!(name(&|| k.to_possible_value()), KernelCountSource::from(k).name());
+        }
+    }
 
     #[test]
     fn task_counts() {

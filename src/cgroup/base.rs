@@ -6,10 +6,11 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Result, bail};
 
+use super::error::InputError;
 use super::fs as cgfs;
 use super::{Hierarchy, Version};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VersionChoice {
     Auto,
     V1,
@@ -47,9 +48,10 @@ impl BaseSpec {
 }
 
 /// Finds the base directory on disk and checks it is a cgroup of `hierarchy`: inside its mount
-/// after resolving symlinks, no `..`, a directory holding cgroup.procs.
+/// after resolving symlinks, no `..`, a directory holding cgroup.procs. Every error is the
+/// user's `--base` naming no usable cgroup: an `InputError`.
 pub fn resolve_base(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
-    resolve(hierarchy, spec).map_err(crate::usage::usage)
+    resolve(hierarchy, spec).map_err(InputError::mark)
 }
 
 fn resolve(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {

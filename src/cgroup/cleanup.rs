@@ -1,21 +1,16 @@
 //! `faultscale cleanup`: remove the trees of runs that died without removing them (SIGKILL).
 //!
 //! Only directories named `faultscale-<pid>-<nonce>-...` are candidates, only when no run holds
-//! the tree's lock, and only when no process is attached anywhere in the tree.
-//!
-//! Liveness is a flock on the tree's top directory, not the pid in its name: a pid means
-//! nothing across PID namespaces (a container's pid 11 is another process on the host, and a
-//! dead run's pid may be reused), while a lock on the cgroup directory is the same object in
-//! every namespace and is released by the kernel when its holder dies, SIGKILL included.
+//! the tree's lock (lock.rs: liveness is that lock, not the pid in the name), and only when no
+//! process is attached anywhere in the tree.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, anyhow};
 
-use super::fs as cgfs;
-use super::tree::remove_cgroup_dir;
+use super::fs::{self as cgfs, remove_cgroup_dir};
+use super::lock::take;
 
 /// The owning pid encoded in a run's directory name.
 pub fn owner_pid(name: &str) -> Option<i32> {
@@ -43,29 +38,6 @@ pub struct Leftover {
     pub verdict: Verdict,
     /// Held from the finding to the removal, so a run cannot come back in between.
     lock: Option<File>,
-}
-
-fn flock(dir: &File, operation: libc::c_int) -> std::io::Result<()> {
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(dir.as_raw_fd(), operation | libc::LOCK_NB) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-/// A run's shared lock on its new top directory, held for the run's life.
-pub fn hold(top: &Path) -> Result<File> {
-    let dir = File::open(top).map_err(|e| anyhow!("opening cgroup {}: {e}", top.display()))?;
-    flock(&dir, libc::LOCK_SH)
-        .map_err(|e| anyhow!("{}: a concurrent `faultscale cleanup` holds it ({e}); run again", top.display()))?;
-    Ok(dir)
-}
-
-/// The exclusive lock on a tree's top directory, or None while a run holds it.
-fn take(top: &Path) -> Option<File> {
-    let dir = File::open(top).ok()?;
-    flock(&dir, libc::LOCK_EX).ok().map(|()| dir)
 }
 
 /// Every directory of the tree, children before parents.

@@ -1,8 +1,9 @@
 //! Reading and writing cgroupfs files, each write read back, each error naming the file.
 
 use std::fs;
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 
@@ -46,6 +47,22 @@ pub fn process_count(cgroup_dir: &Path) -> Result<usize> {
 /// Whether any process is attached to this cgroup.
 pub fn has_processes(cgroup_dir: &Path) -> Result<bool> {
     Ok(!read(&cgroup_dir.join("cgroup.procs"))?.trim().is_empty())
+}
+
+/// rmdir with a short retry on EBUSY (tasks still exiting). Never recursive: a cgroup with
+/// children or processes that are not ours stays.
+pub fn remove_cgroup_dir(dir: &Path) -> std::io::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -7,11 +7,14 @@
 
 pub mod base;
 pub mod cleanup;
+pub mod error;
 pub mod fs;
 pub mod knobs;
 pub mod layout;
+pub mod lock;
 pub mod tree;
 
 pub use base::{BaseSpec, VersionChoice, resolve_base};
+pub use error::is_input_error;
 pub use layout::{Detected, Hierarchy, Layout, Version, detect};
 pub use tree::{Leaf, Tree};

@@ -12,15 +12,15 @@
 //!   baseline. faultscale moves itself (and only itself) into a leaf `...-harness` first, and
 //!   back at the end, so the base is left as it was found.
 
-use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
 
 use super::base::{foreign_processes, memory_available, memory_delegated};
-use super::fs as cgfs;
+use super::error::InputError;
+use super::fs::{self as cgfs, remove_cgroup_dir};
 use super::knobs::{Knob, writes_for};
+use super::lock;
 use super::{Hierarchy, Version};
 
 /// What one placement needs built: a label for its directory name and notes, where it came
@@ -132,7 +132,7 @@ impl Tree {
     fn make_own_dir(&mut self, dir: &Path) -> Result<()> {
         std::fs::create_dir(dir).map_err(|e| anyhow!("creating cgroup {}: {e}", dir.display()))?;
         self.own_dirs.push(dir.to_path_buf());
-        self.liveness.push(super::cleanup::hold(dir)?);
+        self.liveness.push(lock::hold(dir)?);
         let home = own_cgroup_dir(&self.hierarchy)?;
         cgfs::write(&dir.join("cgroup.procs"), &std::process::id().to_string())
             .map_err(|e| anyhow!("moving faultscale itself into {}: {e:#}", dir.display()))?;
@@ -146,7 +146,7 @@ impl Tree {
     pub fn build_all(&mut self, placements: &[LeafSpec]) -> Result<Vec<Leaf>> {
         for (i, a) in placements.iter().enumerate() {
             if let Some(b) = placements[i + 1..].iter().find(|b| dir_label(b.label) == dir_label(a.label)) {
-                return Err(crate::usage::usage(anyhow!(
+                return Err(InputError::mark(anyhow!(
                     "--cgroup: {} and {} would share the directory name ...-{}; list one of them, or rename the profile",
                     a.origin,
                     b.origin,
@@ -157,7 +157,7 @@ impl Tree {
         for placement in placements {
             for (index, level) in placement.levels.iter().enumerate() {
                 writes_for(level, self.hierarchy.version).map_err(|e| {
-                    crate::usage::usage(anyhow!("--cgroup {}: level {}: {e}", placement.origin, index + 1))
+                    InputError::mark(anyhow!("--cgroup {}: level {}: {e}", placement.origin, index + 1))
                 })?;
             }
         }
@@ -233,7 +233,7 @@ impl Tree {
         for (index, (dir, knobs)) in dirs.iter().enumerate() {
             self.make_dir(dir, index + 1 < count || placement.siblings > 0, knobs, placement.label)?;
             if index == 0 {
-                self.liveness.push(super::cleanup::hold(dir)?);
+                self.liveness.push(lock::hold(dir)?);
             }
         }
         let mut siblings = Vec::new();
@@ -344,22 +344,6 @@ fn own_cgroup_dir(hierarchy: &Hierarchy) -> Result<PathBuf> {
 /// A placement's label as it appears in its directory name: letters and digits only.
 fn dir_label(label: &str) -> String {
     label.chars().filter(|c| c.is_ascii_alphanumeric()).collect()
-}
-
-/// rmdir with a short retry on EBUSY (tasks still exiting). Never recursive: a cgroup with
-/// children or processes that are not ours stays.
-pub fn remove_cgroup_dir(dir: &Path) -> std::io::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match std::fs::remove_dir(dir) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) => return Err(e),
-        }
-    }
 }
 
 impl Drop for Tree {

@@ -34,7 +34,7 @@ impl OutputPath {
 }
 
 /// How `compare` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Table,
     Csv,

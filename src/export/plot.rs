@@ -19,7 +19,7 @@ use crate::text::thousands;
 
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chart {
     /// tasks when several task counts were run, depth when several depths, else bars
     Auto,

@@ -15,10 +15,77 @@ use crate::stats::summarize;
 use crate::text::{seconds, thousands};
 
 pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
+    let columns = Columns::new(report);
+    title(out, report, columns.sweep)?;
+    settings_lines(out, report, &columns)?;
+    column_header(out, report, &columns)?;
+    let summaries = report.summaries();
+    failure_lines(out, report, &columns)?;
+    placement_rows(out, &summaries, &columns)?;
+    per_cgroup_lines(out, report, &summaries, &columns)?;
+    memcg_notes(out, report, &summaries, &columns)?;
+    overran_lines(out, report, &columns)?;
+    overhead_lines(out, report, &summaries, columns.sweep)?;
+    siblings_lines(out, &summaries, columns.sweep)?;
+    memcg_lines(out, report, &summaries)?;
+    if columns.sweep {
+        scaling(out, &summaries)?;
+    }
+    fixed_work(out, &summaries)?;
+    for summary in &summaries {
+        perf_stat_block(out, report, summary.placement, summary.tasks)?;
+    }
+    Ok(())
+}
+
+/// What the lines of one table share: the column widths, whether a task column leads, and how
+/// a cgroup path is shown.
+struct Columns<'a> {
+    /// The base cgroup. Paths below a base other than the root are shown relative to it, the
+    /// base named once above the table.
+    base: &'a str,
+    /// A sweep over several task counts: each row starts with its task count.
+    sweep: bool,
+    name_width: usize,
+    path_width: usize,
+}
+
+impl<'a> Columns<'a> {
+    fn new(report: &'a Report) -> Self {
+        let mut columns = Columns {
+            base: report.env.base_cgroup.as_str(),
+            sweep: report.plan.task_counts.len() > 1,
+            name_width: report.plan.placements.iter().map(|p| p.name.len()).max().unwrap_or(10).max(10),
+            path_width: 0,
+        };
+        columns.path_width =
+            report.measurements.iter().map(|m| columns.shown(&m.leaf.cgroup_path).len()).max().unwrap_or(6).max(6);
+        columns
+    }
+
+    /// `path` as the table shows it: relative to the base as `<base>/...`, whole elsewhere.
+    fn shown(&self, path: &str) -> String {
+        if self.base == "/" {
+            return path.to_string();
+        }
+        match path.strip_prefix(self.base) {
+            Some("") => "<base>".into(),
+            Some(rest) => format!("<base>{rest}"),
+            None => path.to_string(),
+        }
+    }
+
+    /// The leading task-count cell of a sweep's rows; nothing without a sweep.
+    fn tasks(&self, tasks: &dyn std::fmt::Display) -> String {
+        if self.sweep { format!("{tasks:>5} ") } else { String::new() }
+    }
+}
+
+/// The first line: workload, workers, CPUs, cgroup layout and how the time was cut.
+fn title(out: &mut dyn Write, report: &Report, sweep: bool) -> Result<()> {
     let plan = &report.plan;
     let repeat = plan.repeat;
     let env = &report.env;
-    let sweep = plan.task_counts.len() > 1;
     let workers = if sweep {
         format!("{} tasks", plan.task_counts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join("/"))
     } else {
@@ -45,26 +112,18 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
         if plan.slices == 1 { "" } else { "s" },
         if repeat > 1 { format!(", {repeat} times") } else { String::new() }
     )?;
-    // Paths below a base other than the root are shown relative to it, the base named once.
-    let base = env.base_cgroup.as_str();
-    if base != "/" {
-        writeln!(out, "base cgroup: {base}")?;
+    Ok(())
+}
+
+/// The lines between the title and the columns: the base cgroup (when not the root), where the
+/// files went, and each knob written with what the kernel read back.
+fn settings_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Result<()> {
+    if columns.base != "/" {
+        writeln!(out, "base cgroup: {}", columns.base)?;
     }
     if let Some(files) = &report.files {
         writeln!(out, "files in {files}")?;
     }
-    let shown = |path: &str| -> String {
-        if base == "/" {
-            return path.to_string();
-        }
-        match path.strip_prefix(base) {
-            Some("") => "<base>".into(),
-            Some(rest) => format!("<base>{rest}"),
-            None => path.to_string(),
-        }
-    };
-    let name_width = report.plan.placements.iter().map(|p| p.name.len()).max().unwrap_or(10).max(10);
-    let path_width = report.measurements.iter().map(|m| shown(&m.leaf.cgroup_path).len()).max().unwrap_or(6).max(6);
     for knob in &report.knobs {
         let rounded = if knob.read_back != knob.written {
             format!(" (kernel reads back {})", knob.read_back)
@@ -75,35 +134,51 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             out,
             "knob: {} {}/{} = {}{rounded}",
             knob.placement,
-            shown(&knob.cgroup_path),
+            columns.shown(&knob.cgroup_path),
             knob.file,
             knob.written
         )?;
     }
-    let tasks_column = |tasks: &dyn std::fmt::Display| if sweep { format!("{tasks:>5} ") } else { String::new() };
+    Ok(())
+}
+
+fn column_header(out: &mut dyn Write, report: &Report, columns: &Columns) -> Result<()> {
+    let plan = &report.plan;
+    let (name_width, path_width) = (columns.name_width, columns.path_width);
     writeln!(
         out,
         "{}{:<name_width$} {:<path_width$} {:>12} {:>10} {:>9} {:>6}  overhead (95% CI)",
-        tasks_column(&"tasks"),
+        columns.tasks(&"tasks"),
         "placement",
         "cgroup",
         format!("{}/s", report.unit.name()),
-        if sweep || plan.task_counts[0] > plan.cpus.len() { "per task" } else { "per CPU" },
+        if columns.sweep || plan.task_counts[0] > plan.cpus.len() { "per task" } else { "per CPU" },
         format!("ns/{}", report.unit.singular()),
         "+-",
     )?;
-    let summaries = report.summaries();
+    Ok(())
+}
+
+/// A line per placement that failed, in place of its row.
+fn failure_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Result<()> {
+    let name_width = columns.name_width;
     for failure in &report.failures {
         writeln!(
             out,
             "{}{:<name_width$} FAILED in slice {}: {}",
-            tasks_column(&failure.tasks),
+            columns.tasks(&failure.tasks),
             failure.placement.name,
             failure.round,
             failure.reason
         )?;
     }
-    for summary in &summaries {
+    Ok(())
+}
+
+/// The table's rows: a placement's rate, per CPU (or task), cost per fault, error and overhead.
+fn placement_rows(out: &mut dyn Write, summaries: &[PlacementSummary], columns: &Columns) -> Result<()> {
+    let (name_width, path_width) = (columns.name_width, columns.path_width);
+    for summary in summaries {
         let rate = summary.faults_per_sec;
         let error = if rate.n > 1 { format!("{:.1}%", rate.rse_pct) } else { "-".into() };
         // The one overhead estimator: the geometric mean of the per-slice baseline/placement
@@ -116,15 +191,26 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
         writeln!(
             out,
             "{}{:<name_width$} {:<path_width$} {:>12} {:>10} {:>9} {:>6}  {overhead}",
-            tasks_column(&summary.tasks),
+            columns.tasks(&summary.tasks),
             summary.placement.name,
-            shown(summary.cgroup_path),
+            columns.shown(summary.cgroup_path),
             thousands(rate.mean),
             thousands(rate.mean / summary.tasks as f64),
             summary.ns_per_fault.map_or_else(|| "-".into(), thousands),
             error,
         )?;
     }
+    Ok(())
+}
+
+/// siblings:N: each sibling cgroup's own rate and task count, a line per placement.
+fn per_cgroup_lines(
+    out: &mut dyn Write,
+    report: &Report,
+    summaries: &[PlacementSummary],
+    columns: &Columns,
+) -> Result<()> {
+    let name_width = columns.name_width;
     for summary in summaries.iter().filter(|s| !s.per_cgroup.is_empty()) {
         let parts: Vec<String> = summary
             .per_cgroup
@@ -142,17 +228,30 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
         writeln!(
             out,
             "{}{:<name_width$} per cgroup, {}/s: {}",
-            tasks_column(&summary.tasks),
+            columns.tasks(&summary.tasks),
             summary.placement.name,
             report.unit.name(),
             parts.join(", ")
         )?;
     }
-    for summary in &summaries {
+    Ok(())
+}
+
+/// The memcg counters' note per placement, where the report has one.
+fn memcg_notes(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummary], columns: &Columns) -> Result<()> {
+    let name_width = columns.name_width;
+    for summary in summaries {
         if let Some(note) = report.memcg_note(summary.placement, summary.tasks) {
-            writeln!(out, "{}{:<name_width$} memcg: {note}", tasks_column(&""), summary.placement.name)?;
+            writeln!(out, "{}{:<name_width$} memcg: {note}", columns.tasks(&""), summary.placement.name)?;
         }
     }
+    Ok(())
+}
+
+/// Slices that ran past their time (stopped or starved): named, since the statistics leave
+/// them out.
+fn overran_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Result<()> {
+    let name_width = columns.name_width;
     for m in report.measurements.iter().filter(|m| m.run.overran) {
         writeln!(
             out,
@@ -160,10 +259,16 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             m.placement.name,
             m.round,
             m.run.elapsed_s(),
-            seconds(plan.slice_duration())
+            seconds(report.plan.slice_duration())
         )?;
     }
-    for summary in &summaries {
+    Ok(())
+}
+
+/// The seed's line per placement: baseline/placement overhead with its interval and whether it
+/// is significant.
+fn overhead_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummary], sweep: bool) -> Result<()> {
+    for summary in summaries {
         let Some(interval) = summary.overhead_vs_baseline else { continue };
         let ci = match (interval.low, interval.high) {
             (Some(low), Some(high)) => format!(
@@ -187,7 +292,12 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             100.0 * interval.mean
         )?;
     }
-    for summary in &summaries {
+    Ok(())
+}
+
+/// siblings:N: the overhead of one child cgroup over the same tasks spread across siblings.
+fn siblings_lines(out: &mut dyn Write, summaries: &[PlacementSummary], sweep: bool) -> Result<()> {
+    for summary in summaries {
         let Some(interval) = summary.siblings_vs_child else { continue };
         let ci = match (interval.low, interval.high) {
             (Some(low), Some(high)) => format!(
@@ -206,14 +316,6 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             if sweep { format!(" at {} tasks", summary.tasks) } else { String::new() },
             100.0 * interval.mean
         )?;
-    }
-    memcg_lines(out, report, &summaries)?;
-    if sweep {
-        scaling(out, &summaries)?;
-    }
-    fixed_work(out, &summaries)?;
-    for summary in &summaries {
-        perf_stat_block(out, report, summary.placement, summary.tasks)?;
     }
     Ok(())
 }

@@ -117,7 +117,29 @@ fn parse_with_ram(origin: &str, text: &str, ram: u64) -> Result<Profile> {
     if text.len() > 1 << 20 {
         bail!("{origin}: profile is over 1 MiB; a profile is a few lines of TOML");
     }
-    let raw: RawProfile = toml::from_str(text).map_err(|e| {
+    let raw = read_toml(origin, text)?;
+    let name = checked_name(origin, text, &raw)?;
+    let mut levels: Vec<Vec<Knob>> = Vec::new();
+    for table in raw.level {
+        let mut knobs = Vec::new();
+        for (key, value) in table {
+            let line = line_of(text, &key);
+            if !KNOWN_KNOBS.contains(&key.as_str()) {
+                bail!("{origin}:{line}: unknown knob {key:?}; known: {}", KNOWN_KNOBS.join(", "));
+            }
+            let at = Origin { origin, line };
+            let (knob_value, basis) = knob_value(at, &key, &value, ram, levels.last())?;
+            let optional_on_v1 = raw.skip_on_v1.contains(&key);
+            knobs.push(Knob { name: key, value: knob_value, basis, optional_on_v1 });
+        }
+        levels.push(knobs);
+    }
+    Ok(Profile { name, description: raw.description.trim().to_string(), levels })
+}
+
+/// The TOML read into the profile's fields; an error names the line it is on.
+fn read_toml(origin: &str, text: &str) -> Result<RawProfile> {
+    toml::from_str(text).map_err(|e| {
         let message = e.message().replace('\n', " ");
         // serde reports an unknown key with the whole table as its span; point at the key.
         let unknown_key = message
@@ -130,7 +152,11 @@ fn parse_with_ram(origin: &str, text: &str, ram: u64) -> Result<Profile> {
             Some(line) => anyhow!("{origin}:{line}: {message}"),
             None => anyhow!("{origin}: {message}"),
         }
-    })?;
+    })
+}
+
+/// The profile's name, once its name, level count and skip_on_v1 list are found sound.
+fn checked_name(origin: &str, text: &str, raw: &RawProfile) -> Result<String> {
     let name = raw.name.trim().to_string();
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
         bail!("{origin}:{}: name {:?} must be letters, digits, - or _", line_of(text, "name"), raw.name);
@@ -151,57 +177,69 @@ fn parse_with_ram(origin: &str, text: &str, ram: u64) -> Result<Profile> {
             );
         }
     }
-    let mut levels: Vec<Vec<Knob>> = Vec::new();
-    for table in raw.level {
-        let mut knobs = Vec::new();
-        for (key, value) in table {
-            let line = line_of(text, &key);
-            if !KNOWN_KNOBS.contains(&key.as_str()) {
-                bail!("{origin}:{line}: unknown knob {key:?}; known: {}", KNOWN_KNOBS.join(", "));
-            }
-            let mut basis = None;
-            let knob_value = match (&value, SIZE_KNOBS.contains(&key.as_str())) {
-                (toml::Value::String(s), true) if s.trim() == "max" => None,
-                (toml::Value::String(s), true) if percentage(s).is_some() => {
-                    let (percent, of) =
-                        percentage(s).expect("checked").map_err(|e| anyhow!("{origin}:{line}: {key}: {e}"))?;
-                    let (whole, said) = match of {
-                        ShareOf::Ram => (ram, format!("{percent}% of RAM")),
-                        // The same knob one level up; the base's own values are not read, so
-                        // a top level must say "of RAM".
-                        ShareOf::Parent => {
-                            match levels
-                                .last()
-                                .and_then(|above| above.iter().find(|k| k.name == key))
-                                .and_then(|k| k.value)
-                            {
-                                Some(above) => (above, format!("{percent}% of the parent's {key}")),
-                                None => bail!(
-                                    "{origin}:{line}: {key} = {s:?}: the level above sets no {key} in bytes; give it one, or write \"{percent}%\" (of RAM)"
-                                ),
-                            }
-                        }
-                    };
-                    basis = Some(said);
-                    // Page-aligned down, as the kernel would round it anyway.
-                    Some(((whole as f64 * percent / 100.0) as u64) & !4095)
-                }
-                (toml::Value::String(s), true) => Some(
-                    parse_size(&key, s).map_err(|e| anyhow!("{origin}:{line}: {e}; use bytes, K/M/G or \"max\""))?,
-                ),
-                (toml::Value::Integer(n), _) if *n >= 0 => Some(*n as u64),
-                _ if key == "memory.oom.group" => bail!("{origin}:{line}: {key} must be 0 or 1"),
-                _ => bail!("{origin}:{line}: {key} = {value}: not a size; use bytes, K/M/G or \"max\""),
-            };
-            if key == "memory.oom.group" && knob_value.is_some_and(|v| v > 1) {
-                bail!("{origin}:{line}: {key} must be 0 or 1");
-            }
-            let optional_on_v1 = raw.skip_on_v1.contains(&key);
-            knobs.push(Knob { name: key, value: knob_value, basis, optional_on_v1 });
-        }
-        levels.push(knobs);
+    Ok(name)
+}
+
+/// Where a knob's value was written, for its error messages: `origin:line`.
+#[derive(Clone, Copy)]
+struct Origin<'a> {
+    origin: &'a str,
+    line: usize,
+}
+
+impl std::fmt::Display for Origin<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.origin, self.line)
     }
-    Ok(Profile { name, description: raw.description.trim().to_string(), levels })
+}
+
+/// One knob's value in bytes (None: "max") and, for a relative size, what it was a share of.
+/// `above` is the level one up, the basis of "N% of parent".
+fn knob_value(
+    at: Origin,
+    key: &str,
+    value: &toml::Value,
+    ram: u64,
+    above: Option<&Vec<Knob>>,
+) -> Result<(Option<u64>, Option<String>)> {
+    let mut basis = None;
+    let knob_value = match (value, SIZE_KNOBS.contains(&key)) {
+        (toml::Value::String(s), true) if s.trim() == "max" => None,
+        (toml::Value::String(s), true) if percentage(s).is_some() => {
+            let (bytes, said) = relative_size(at, key, s, ram, above)?;
+            basis = Some(said);
+            Some(bytes)
+        }
+        (toml::Value::String(s), true) => {
+            Some(parse_size(key, s).map_err(|e| anyhow!("{at}: {e}; use bytes, K/M/G or \"max\""))?)
+        }
+        (toml::Value::Integer(n), _) if *n >= 0 => Some(*n as u64),
+        _ if key == "memory.oom.group" => bail!("{at}: {key} must be 0 or 1"),
+        _ => bail!("{at}: {key} = {value}: not a size; use bytes, K/M/G or \"max\""),
+    };
+    if key == "memory.oom.group" && knob_value.is_some_and(|v| v > 1) {
+        bail!("{at}: {key} must be 0 or 1");
+    }
+    Ok((knob_value, basis))
+}
+
+/// A percentage (`s`, already known to be one) in bytes, page-aligned down, with its basis
+/// as the listing says it.
+fn relative_size(at: Origin, key: &str, s: &str, ram: u64, above: Option<&Vec<Knob>>) -> Result<(u64, String)> {
+    let (percent, of) = percentage(s).expect("checked").map_err(|e| anyhow!("{at}: {key}: {e}"))?;
+    let (whole, said) = match of {
+        ShareOf::Ram => (ram, format!("{percent}% of RAM")),
+        // The same knob one level up; the base's own values are not read, so
+        // a top level must say "of RAM".
+        ShareOf::Parent => match above.and_then(|above| above.iter().find(|k| k.name == key)).and_then(|k| k.value) {
+            Some(above) => (above, format!("{percent}% of the parent's {key}")),
+            None => bail!(
+                "{at}: {key} = {s:?}: the level above sets no {key} in bytes; give it one, or write \"{percent}%\" (of RAM)"
+            ),
+        },
+    };
+    // Page-aligned down, as the kernel would round it anyway.
+    Ok((((whole as f64 * percent / 100.0) as u64) & !4095, said))
 }
 
 /// Loads a profile by shipped name or by path (anything with a `/` or ending in .toml).

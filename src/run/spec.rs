@@ -7,7 +7,7 @@ use crate::workload::WorkloadSettings;
 
 /// How workers are made: processes (one mm each) or threads of one process (one mm shared:
 /// mmap_lock and anon_vma contention between them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Process,
@@ -37,7 +37,7 @@ pub struct RunSpec {
 }
 
 /// Where the kernel's per-worker fault count comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KernelCountSource {
     /// The task's minor-fault counter (wait4 rusage ru_minflt, minus its value at ready),

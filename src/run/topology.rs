@@ -5,7 +5,7 @@
 use std::path::Path;
 
 /// The CPU order a run uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CpuOrder {
     /// One CPU per physical core first, then their SMT siblings

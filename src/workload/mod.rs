@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 
 /// Names users pass to `--workload`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkloadKind {
     /// mmap a private anonymous --chunk, write one byte per page, munmap (the 2009 memcg loop)
@@ -41,27 +41,21 @@ pub enum WorkloadKind {
     /// fork a child that writes every page of --size inherited memory and exits (anon_vma, COW)
     Fork,
     /// will-it-scale page_fault1: 128 MiB private anonymous per iteration, counted per page
-    #[value(name = "page_fault1")]
     #[serde(rename = "page_fault1")]
     PageFault1,
     /// will-it-scale page_fault2: 128 MiB private file mapping (COW), counted per page
-    #[value(name = "page_fault2")]
     #[serde(rename = "page_fault2")]
     PageFault2,
     /// will-it-scale page_fault3: 128 MiB shared file mapping, counted per page
-    #[value(name = "page_fault3")]
     #[serde(rename = "page_fault3")]
     PageFault3,
     /// will-it-scale fallocate1: fallocate 8 KiB steps of a 1 MiB tmpfs file, truncate, repeat; counted per call
-    #[value(name = "fallocate1")]
     #[serde(rename = "fallocate1")]
     Fallocate1,
     /// will-it-scale fallocate2: the same with the file in /tmp
-    #[value(name = "fallocate2")]
     #[serde(rename = "fallocate2")]
     Fallocate2,
     /// will-it-scale tlb_flush2: write a page, MADV_DONTNEED it, read it back, per page of 1 MiB; counted per page
-    #[value(name = "tlb_flush2")]
     #[serde(rename = "tlb_flush2")]
     TlbFlush2,
 }
@@ -355,7 +349,7 @@ const _: () = {
 pub static WORKLOADS: [Facts; 13] = ROWS;
 
 /// How THP may back the workload's anonymous memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ThpMode {
     /// Leave the system setting alone
