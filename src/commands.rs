@@ -13,8 +13,8 @@ use crate::output;
 use crate::output::progress::TerminalProgress;
 use crate::report::Report;
 use crate::results::RunFile;
-use crate::session;
 use crate::run::{self, Interrupted};
+use crate::session;
 use crate::usage;
 use crate::workload;
 
@@ -83,8 +83,10 @@ impl Outputs {
             profile_dir: options.plan.profile_dir.clone(),
             checkpoint_failed: false,
         };
-        Sink::check_distinct(&[&outputs.csv, &outputs.json, &outputs.samples].into_iter().flatten().collect::<Vec<_>>())
-            .map_err(usage::usage)?;
+        Sink::check_distinct(
+            &[&outputs.csv, &outputs.json, &outputs.samples].into_iter().flatten().collect::<Vec<_>>(),
+        )
+        .map_err(usage::usage)?;
         Ok(outputs)
     }
 
@@ -94,7 +96,9 @@ impl Outputs {
         let written = [
             self.csv.as_mut().map(|s| s.checkpoint(|out| export::csv::write(out, &export::csv::rows(report, per_cpu)))),
             self.json.as_mut().map(|s| s.checkpoint(|out| export::json::write(out, report))),
-            self.samples.as_mut().map(|s| s.checkpoint(|out| export::csv::write(out, &export::csv::sample_rows(report)))),
+            self.samples
+                .as_mut()
+                .map(|s| s.checkpoint(|out| export::csv::write(out, &export::csv::sample_rows(report)))),
         ];
         for error in written.into_iter().flatten().filter_map(Result::err) {
             if !self.checkpoint_failed {

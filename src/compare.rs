@@ -5,7 +5,7 @@
 //! This file matches and tests; export/ formats the result.
 
 use crate::report::lkp;
-use crate::results::RunFile;
+use crate::results::{Key, RunFile};
 use crate::stats::{self, summarize};
 
 /// One line of a comparison.
@@ -90,7 +90,13 @@ pub fn compare(base: &RunFile, new: &RunFile) -> Vec<Change> {
     for (key, base_rates) in &base.rates {
         let Some(new_rates) = new.rates.get(key) else { continue };
         let (Some(b), Some(n)) = (summarize(base_rates), summarize(new_rates)) else { continue };
-        let overheads = |file: &RunFile| file.overheads.get(key).cloned().unwrap_or_default();
+        // The overhead from the cost on CPU where both files have it; else both from throughput,
+        // so a file from before on-CPU times is compared like with like.
+        let from_cpu = !base.without_cpu_cost.contains(key) && !new.without_cpu_cost.contains(key);
+        let overheads = |file: &RunFile| {
+            let ratios = if from_cpu { &file.overheads } else { &file.throughputs };
+            ratios.get(key).cloned().unwrap_or_default()
+        };
         let (base_overheads, new_overheads) = (overheads(base), overheads(new));
         let overhead = |values: &[f64]| stats::geometric_interval(values).map(|i| 100.0 * i.mean);
         let (base_overhead, new_overhead) = (overhead(&base_overheads), overhead(&new_overheads));
@@ -157,6 +163,16 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
             && new_value != base_value
         {
             warnings.push(format!("{} vs {}: {fact} differs ({base_value} vs {new_value})", base.name, new.name));
+        }
+    }
+    let matched: Vec<&Key> = new.rates.keys().filter(|k| base.rates.contains_key(k) && k.placement.0).collect();
+    for (file, other) in [(base, new), (new, base)] {
+        let lacking = |f: &RunFile| matched.iter().any(|k| f.without_cpu_cost.contains(k));
+        if lacking(file) && !lacking(other) {
+            warnings.push(format!(
+                "{} has no on-CPU times (written before faultscale read them, or without schedstat): its overheads are compared with {}'s from throughput",
+                file.name, other.name
+            ));
         }
     }
     let unmatched = new.rates.keys().filter(|k| !base.rates.contains_key(k)).count();

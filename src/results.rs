@@ -30,8 +30,13 @@ impl Key {
 pub struct RunFile {
     pub name: String,
     pub rates: BTreeMap<Key, Vec<f64>>,
-    /// Baseline rate / placement rate, per slice.
+    /// The placement's cost per fault over the baseline's, per slice: from the cost on CPU
+    /// where the file has it, else (files from before, or without schedstat) from throughput.
     pub overheads: BTreeMap<Key, Vec<f64>>,
+    /// Baseline rate / placement rate, per slice (what `overheads` held before on-CPU times).
+    pub throughputs: BTreeMap<Key, Vec<f64>>,
+    /// Rows whose overhead is not from the cost on CPU (no cpu_ns_per_fault in the row).
+    pub without_cpu_cost: std::collections::BTreeSet<Key>,
     /// --profile: the memcg family's CPU ns per fault, per slice.
     pub memcg_ns: BTreeMap<Key, Vec<f64>>,
     /// Per row key, the settings that must agree for two files' rows to be compared.
@@ -165,11 +170,20 @@ impl RunFile {
         if text.trim_start().starts_with('{') { Self::from_json(name, &text) } else { Self::from_csv(name, &text) }
     }
 
-    fn add(&mut self, key: Key, rate: f64, overhead: Option<f64>) {
-        if let Some(overhead) = overhead
-            && key.placement.0
-        {
-            self.overheads.entry(key.clone()).or_default().push(overhead);
+    /// One summary row: its rate and, for a placement, its overhead, its throughput ratio (the
+    /// overhead itself in files from before it had its own column), and whether the overhead
+    /// came from the cost on CPU.
+    fn add(&mut self, key: Key, rate: f64, overhead: Option<f64>, throughput: Option<f64>, cpu_cost: bool) {
+        if key.placement.0 {
+            if let Some(overhead) = overhead {
+                self.overheads.entry(key.clone()).or_default().push(overhead);
+            }
+            if let Some(throughput) = throughput.or(overhead.filter(|_| !cpu_cost)) {
+                self.throughputs.entry(key.clone()).or_default().push(throughput);
+            }
+            if !cpu_cost {
+                self.without_cpu_cost.insert(key.clone());
+            }
         }
         self.rates.entry(key).or_default().push(rate);
     }
@@ -237,7 +251,8 @@ impl RunFile {
                 self.facts.entry(fact).or_insert_with(|| value.to_string());
             }
         }
-        self.add(k, rate, overhead);
+        let throughput = row.throughput_vs_baseline.map(|v| number("throughput_vs_baseline", v)).transpose()?;
+        self.add(k, rate, overhead, throughput, row.cpu_ns_per_fault.is_some());
         Ok(())
     }
 
@@ -302,7 +317,11 @@ impl RunFile {
                 row_settings.entry(setting).or_insert(value);
             }
         }
-        self.add(k, rate, overhead);
+        let throughput = match &m["throughput_vs_baseline"] {
+            serde_json::Value::Null => None,
+            value => Some(number("throughput_vs_baseline", value)?),
+        };
+        self.add(k, rate, overhead, throughput, m["cpu_ns_per_fault"].is_number());
         Ok(())
     }
 

@@ -356,7 +356,20 @@ fn counts_disagree(m: &Measurement, per_iteration: u64) -> Option<Warning> {
 fn reliability_warnings(report: &Report) -> Vec<Warning> {
     let mut warnings = baseline_pressure_warnings(report);
     for summary in report.summaries() {
-        if summary.faults_per_sec.n > 1 && summary.faults_per_sec.cv_pct > 5.0 {
+        // The overhead comes from the cost on CPU where it was read: its variation is what
+        // limits the resolution, not the wall-clock rate's.
+        let costs: Option<Vec<f64>> =
+            report.of(summary.placement, summary.tasks).map(Measurement::cpu_ns_per_fault).collect();
+        if let Some(cost) = costs.as_deref().and_then(crate::stats::summarize) {
+            if cost.n > 1 && cost.cv_pct > 5.0 {
+                warnings.push(Warning::NoisyCost {
+                    placement: summary.placement.name.clone(),
+                    unit: report.unit.singular(),
+                    cv_pct: cost.cv_pct,
+                    slices: cost.n,
+                });
+            }
+        } else if summary.faults_per_sec.n > 1 && summary.faults_per_sec.cv_pct > 5.0 {
             warnings.push(Warning::Noisy {
                 placement: summary.placement.name.clone(),
                 unit: report.unit.name(),
@@ -367,8 +380,8 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
     }
     for m in &report.measurements {
         for warning in slice_warnings(report, m) {
-            // One CPU taken in several slices is said once.
-            if !(matches!(warning, Warning::CpuTaken { .. }) && warnings.contains(&warning)) {
+            // A warning about one worker's CPU is said once, even where workers share the CPU.
+            if !warnings.contains(&warning) {
                 warnings.push(warning);
             }
         }
@@ -407,25 +420,48 @@ fn slice_warnings(report: &Report, m: &Measurement) -> Vec<Warning> {
     }
     let mut warnings = Vec::new();
     if m.run.start_skew_ns as f64 > 0.1 * report.plan.interval.as_nanos() as f64 {
-        warnings.push(Warning::StartSkew { placement: name(), round: m.round, skew_us: m.run.start_skew_ns as f64 / 1e3 });
+        warnings.push(Warning::StartSkew {
+            placement: name(),
+            round: m.round,
+            skew_us: m.run.start_skew_ns as f64 / 1e3,
+        });
     }
     // Round-robin placement puts k workers on a CPU on purpose: each is owed 1/k of it.
     for worker in &m.run.workers {
         let sharing = m.run.workers.iter().filter(|w| w.cpu == worker.cpu).count() as f64;
-        // Fixed work: workers sharing a CPU finish apart (each is owed a varying share), and
-        // under a second rusage's tick granularity is too coarse to judge.
+        // Fixed work: workers sharing a CPU finish apart (each is owed a varying share), a
+        // worker done early is parked (not runnable, no cost), and under a second rusage's
+        // tick granularity is too coarse to judge.
         if report.plan.iterations.is_some() && (sharing > 1.0 || m.run.elapsed_s() < 1.0) {
             continue;
         }
+        warnings.extend(worker_time_warnings(report, m, worker, sharing));
+    }
+    warnings
+}
+
+/// What took a worker's time off its CPU, as measured: waiting for the CPU (run_delay), blocked
+/// or stopped (the rest), the hypervisor's steal; the CPU share alone where schedstat is absent.
+fn worker_time_warnings(report: &Report, m: &Measurement, worker: &run::WorkerResult, sharing: f64) -> Vec<Warning> {
+    let (placement, round, cpu) = (m.placement.name.clone(), m.round, worker.cpu);
+    let span_ns = m.run.elapsed_ns.max(1) as f64;
+    let mut warnings = Vec::new();
+    let (Some(on_cpu_ns), Some(wait_ns)) = (worker.on_cpu_ns, worker.wait_ns) else {
         if worker.cpu_share * sharing < 0.95 {
-            warnings.push(Warning::CpuTaken {
-                placement: name(),
-                round: m.round,
-                cpu: worker.cpu,
-                share: worker.cpu_share,
-                sharing,
-            });
+            warnings.push(Warning::CpuTaken { placement, round, cpu, share: worker.cpu_share, sharing });
         }
+        return warnings;
+    };
+    let wait_share = wait_ns as f64 / span_ns;
+    if wait_share > (sharing - 1.0) / sharing + 0.05 {
+        warnings.push(Warning::WaitedForCpu { placement: placement.clone(), round, cpu, share: wait_share, sharing });
+    }
+    let blocked_share = 1.0 - (on_cpu_ns + wait_ns) as f64 / span_ns;
+    if report.plan.iterations.is_none() && blocked_share > 0.05 {
+        warnings.push(Warning::Blocked { placement: placement.clone(), round, cpu, share: blocked_share });
+    }
+    if let Some(steal_ns) = worker.steal_ns.filter(|&ns| ns as f64 > 0.01 * span_ns) {
+        warnings.push(Warning::Stolen { placement, round, cpu, share: steal_ns as f64 / span_ns });
     }
     warnings
 }

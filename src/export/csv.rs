@@ -44,6 +44,18 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row> {
                     psi_some_us: None,
                     psi_full_us: None,
                     psi_scope: None,
+                    cpu_ns_per_fault: worker
+                        .on_cpu_ns
+                        .filter(|_| worker.loop_faults > 0)
+                        .map(|ns| round6(ns as f64 / worker.loop_faults as f64)),
+                    on_cpu_s: worker.on_cpu_ns.map(|ns| round6(ns as f64 / 1e9)),
+                    wait_s: worker.wait_ns.map(|ns| round6(ns as f64 / 1e9)),
+                    blocked_s: worker
+                        .on_cpu_ns
+                        .zip(worker.wait_ns)
+                        .map(|(on_cpu, wait)| round6(m.run.elapsed_ns.saturating_sub(on_cpu + wait) as f64 / 1e9)),
+                    steal_s: worker.steal_ns.map(|ns| round6(ns as f64 / 1e9)),
+                    throughput_vs_baseline: None,
                     ..summary_row(report, m, workload, mode)
                 });
             }
@@ -105,6 +117,12 @@ fn summary_row(report: &Report, m: &Measurement, workload: &str, mode: &str) -> 
         tmpdir_fs: report.files_fs.clone().unwrap_or_default(),
         knobs: knobs_of(report, m),
         iterations_per_task: report.plan.iterations,
+        cpu_ns_per_fault: m.cpu_ns_per_fault().map(round6),
+        on_cpu_s: m.time_split().map(|t| round6(t.on_cpu_s)),
+        wait_s: m.time_split().map(|t| round6(t.wait_s)),
+        blocked_s: m.time_split().map(|t| round6(t.blocked_s)),
+        steal_s: m.time_split().and_then(|t| t.steal_s).map(round6),
+        throughput_vs_baseline: report.throughput_vs_baseline(m).map(round6),
     }
 }
 

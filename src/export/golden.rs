@@ -40,20 +40,35 @@ fn eventful() -> Report {
         round: 3,
         reason: "worker 12 on CPU 1 died: killed by SIGKILL".into(),
     });
-    report.warnings.push(Warning::Overran {
-        placement: "child".into(),
-        round: 2,
-        measured_s: 2.5,
-        asked_s: 2.0,
-    });
+    report.warnings.push(Warning::Overran { placement: "child".into(), round: 2, measured_s: 2.5, asked_s: 2.0 });
     report.warnings.push(Warning::RoundRobin { tasks: 4, cpus: 2 });
+    report
+}
+
+/// Two rounds with the workers' on-CPU times: the overhead from CPU cost, the child's workers
+/// blocked 10% of the time (a time note under the rows).
+fn on_cpu() -> Report {
+    let mut report = synthetic_report(&[(100_000.0, 90_000.0), (101_000.0, 91_000.0)]);
+    for m in &mut report.measurements {
+        let on_cpu_ns = if m.placement.is_root() { 1_990_000_000 } else { 1_790_000_000 };
+        for worker in &mut m.run.workers {
+            worker.on_cpu_ns = Some(on_cpu_ns + worker.cpu as u64 * 1_000_000);
+            worker.wait_ns = Some(5_000_000);
+            worker.steal_ns = Some(0);
+        }
+    }
     report
 }
 
 fn reports() -> Vec<(&'static str, Report)> {
     let mut interrupted = synthetic_report(&[(100_000.0, 95_000.0)]);
     interrupted.interrupted = Some(2);
-    vec![("plain", synthetic_report(&[(100_000.0, 90_000.0), (101_000.0, 91_000.0)])), ("eventful", eventful()), ("interrupted", interrupted)]
+    vec![
+        ("plain", synthetic_report(&[(100_000.0, 90_000.0), (101_000.0, 91_000.0)])),
+        ("eventful", eventful()),
+        ("interrupted", interrupted),
+        ("on-cpu", on_cpu()),
+    ]
 }
 
 fn render(write: impl FnOnce(&mut Vec<u8>) -> anyhow::Result<()>) -> Vec<u8> {
@@ -83,7 +98,9 @@ fn golden_run_outputs() {
 fn golden_compare_and_plot() {
     let base = synthetic_report(&[(100_000.0, 90_000.0), (101_000.0, 91_000.0), (99_000.0, 90_500.0)]);
     let new = synthetic_report(&[(100_000.0, 85_000.0), (100_500.0, 86_000.0), (99_500.0, 85_500.0)]);
-    let csv_of = |report: &Report| String::from_utf8(render(|out| export::csv::write(out, &export::csv::rows(report, false)))).unwrap();
+    let csv_of = |report: &Report| {
+        String::from_utf8(render(|out| export::csv::write(out, &export::csv::rows(report, false)))).unwrap()
+    };
     let json_of = |report: &Report| String::from_utf8(render(|out| export::json::write(out, report))).unwrap();
     let base_csv = RunFile::from_csv("base.csv".into(), &csv_of(&base)).unwrap();
     let new_csv = RunFile::from_csv("new.csv".into(), &csv_of(&new)).unwrap();
@@ -91,10 +108,7 @@ fn golden_compare_and_plot() {
     for (name, new_file) in [("csv", &new_csv), ("json", &new_json)] {
         let changes = compare::compare(&base_csv, new_file);
         for (format, extension) in [(Format::Table, "table"), (Format::Csv, "csv"), (Format::Markdown, "md")] {
-            golden(
-                &format!("compare-{name}.{extension}"),
-                &render(|out| export::comparison(out, &changes, format)),
-            );
+            golden(&format!("compare-{name}.{extension}"), &render(|out| export::comparison(out, &changes, format)));
         }
         let differences = compare::differences(&base_csv, new_file).join("\n");
         golden(&format!("compare-{name}.differences"), differences.as_bytes());
@@ -112,4 +126,30 @@ fn tempfile_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("faultscale-golden-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+#[test]
+fn compare_takes_the_overhead_from_cpu_cost_only_where_both_files_have_it() {
+    let csv_of = |report: &Report| {
+        String::from_utf8(render(|out| export::csv::write(out, &export::csv::rows(report, false)))).unwrap()
+    };
+    let with_cpu = RunFile::from_csv("cpu.csv".into(), &csv_of(&on_cpu())).unwrap();
+    let without = RunFile::from_csv(
+        "old.csv".into(),
+        &csv_of(&synthetic_report(&[(100_000.0, 90_000.0), (101_000.0, 91_000.0)])),
+    )
+    .unwrap();
+    // Both with on-CPU times: the child's CPU cost is the baseline's (99.9%), not the 111.1%
+    // its throughput says.
+    let both = compare::compare(&with_cpu, &with_cpu);
+    let child = both.iter().find(|c| c.placement == "child").unwrap();
+    assert!((child.base_overhead_pct.unwrap() - 99.9).abs() < 0.1, "{:?}", child.base_overhead_pct);
+    assert!(compare::differences(&with_cpu, &with_cpu).iter().all(|d| !d.contains("on-CPU")));
+    // One file without: both sides from throughput, and said so.
+    let mixed = compare::compare(&without, &with_cpu);
+    let child = mixed.iter().find(|c| c.placement == "child").unwrap();
+    assert!((child.new_overhead_pct.unwrap() - 111.1).abs() < 0.1, "{:?}", child.new_overhead_pct);
+    assert!((child.base_overhead_pct.unwrap() - 111.1).abs() < 0.1, "{:?}", child.base_overhead_pct);
+    let said = compare::differences(&without, &with_cpu);
+    assert!(said.iter().any(|d| d.starts_with("old.csv has no on-CPU times")), "{said:?}");
 }

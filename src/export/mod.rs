@@ -2,13 +2,13 @@
 
 pub mod csv;
 pub mod flamegraph;
+#[cfg(test)]
+mod golden;
 pub mod json;
 pub mod markdown;
 pub mod plot;
 mod sink;
 pub mod table;
-#[cfg(test)]
-mod golden;
 
 pub use sink::Sink;
 

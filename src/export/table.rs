@@ -24,6 +24,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     placement_rows(out, &summaries, &columns)?;
     per_cgroup_lines(out, report, &summaries, &columns)?;
     memcg_notes(out, report, &summaries, &columns)?;
+    time_notes(out, report, &summaries, &columns)?;
     overran_lines(out, report, &columns)?;
     overhead_lines(out, report, &summaries, columns.sweep)?;
     siblings_lines(out, &summaries, columns.sweep)?;
@@ -48,6 +49,8 @@ struct Columns<'a> {
     sweep: bool,
     name_width: usize,
     path_width: usize,
+    /// Every slice has its workers' on-CPU times: the cost column is CPU ns per fault.
+    cpu_cost: bool,
 }
 
 impl<'a> Columns<'a> {
@@ -57,6 +60,8 @@ impl<'a> Columns<'a> {
             sweep: report.plan.task_counts.len() > 1,
             name_width: report.plan.placements.iter().map(|p| p.name.len()).max().unwrap_or(10).max(10),
             path_width: 0,
+            cpu_cost: !report.measurements.is_empty()
+                && report.measurements.iter().all(|m| m.cpu_ns_per_fault().is_some()),
         };
         columns.path_width =
             report.measurements.iter().map(|m| columns.shown(&m.leaf.cgroup_path).len()).max().unwrap_or(6).max(6);
@@ -73,6 +78,10 @@ impl<'a> Columns<'a> {
             Some(rest) => format!("<base>{rest}"),
             None => path.to_string(),
         }
+    }
+
+    fn ns_width(&self) -> usize {
+        if self.cpu_cost { 14 } else { 9 }
     }
 
     /// The leading task-count cell of a sweep's rows; nothing without a sweep.
@@ -144,16 +153,19 @@ fn settings_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Re
 
 fn column_header(out: &mut dyn Write, report: &Report, columns: &Columns) -> Result<()> {
     let plan = &report.plan;
-    let (name_width, path_width) = (columns.name_width, columns.path_width);
+    let (name_width, path_width, ns_width) = (columns.name_width, columns.path_width, columns.ns_width());
     writeln!(
         out,
-        "{}{:<name_width$} {:<path_width$} {:>12} {:>10} {:>9} {:>6}  overhead (95% CI)",
+        "{}{:<name_width$} {:<path_width$} {:>12} {:>10} {:>ns_width$} {:>6}  overhead (95% CI)",
         columns.tasks(&"tasks"),
         "placement",
         "cgroup",
         format!("{}/s", report.unit.name()),
         if columns.sweep || plan.task_counts[0] > plan.cpus.len() { "per task" } else { "per CPU" },
-        format!("ns/{}", report.unit.singular()),
+        match columns.cpu_cost {
+            true => format!("CPU ns/{}", report.unit.singular()),
+            false => format!("ns/{}", report.unit.singular()),
+        },
         "+-",
     )?;
     Ok(())
@@ -177,9 +189,11 @@ fn failure_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Res
 
 /// The table's rows: a placement's rate, per CPU (or task), cost per fault, error and overhead.
 fn placement_rows(out: &mut dyn Write, summaries: &[PlacementSummary], columns: &Columns) -> Result<()> {
-    let (name_width, path_width) = (columns.name_width, columns.path_width);
+    let (name_width, path_width, ns_width) = (columns.name_width, columns.path_width, columns.ns_width());
     for summary in summaries {
         let rate = summary.faults_per_sec;
+        // On CPU where measured (the cost the overhead compares), else from the wall-clock rate.
+        let ns_per_fault = if columns.cpu_cost { summary.cpu_ns_per_fault } else { summary.ns_per_fault };
         let error = if rate.n > 1 { format!("{:.1}%", rate.rse_pct) } else { "-".into() };
         // The one overhead estimator: the geometric mean of the per-slice baseline/placement
         // ratios, the same number as the overhead line below and the CSV's.
@@ -190,13 +204,13 @@ fn placement_rows(out: &mut dyn Write, summaries: &[PlacementSummary], columns: 
         };
         writeln!(
             out,
-            "{}{:<name_width$} {:<path_width$} {:>12} {:>10} {:>9} {:>6}  {overhead}",
+            "{}{:<name_width$} {:<path_width$} {:>12} {:>10} {:>ns_width$} {:>6}  {overhead}",
             columns.tasks(&summary.tasks),
             summary.placement.name,
             columns.shown(summary.cgroup_path),
             thousands(rate.mean),
             thousands(rate.mean / summary.tasks as f64),
-            summary.ns_per_fault.map_or_else(|| "-".into(), thousands),
+            ns_per_fault.map_or_else(|| "-".into(), thousands),
             error,
         )?;
     }
@@ -248,6 +262,34 @@ fn memcg_notes(out: &mut dyn Write, report: &Report, summaries: &[PlacementSumma
     Ok(())
 }
 
+/// Where a placement's workers were off their CPUs, not runnable, more than 5% of the time
+/// (blocked in reclaim, I/O or on a lock, or stopped), the cost on CPU leaves out a real cost:
+/// said under the rows, with the throughput ratio beside the overhead. Fixed work is left out:
+/// a worker done early is parked, which is no cost.
+fn time_notes(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummary], columns: &Columns) -> Result<()> {
+    if report.plan.iterations.is_some() {
+        return Ok(());
+    }
+    let name_width = columns.name_width;
+    for summary in summaries {
+        let Some(time) = summary.time.filter(|t| t.share(t.blocked_s) > 0.05) else { continue };
+        let throughput = match (summary.placement.is_root(), summary.throughput_vs_baseline) {
+            (false, Some(ratio)) => format!("; throughput ratio {}", overhead_text(&ratio)),
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "{}{:<name_width$} time: on CPU {:.0}%, waiting for a CPU {:.0}%, blocked or stopped {:.0}%, which the CPU cost leaves out{throughput}",
+            columns.tasks(&summary.tasks),
+            summary.placement.name,
+            100.0 * time.share(time.on_cpu_s),
+            100.0 * time.share(time.wait_s),
+            100.0 * time.share(time.blocked_s),
+        )?;
+    }
+    Ok(())
+}
+
 /// Slices that ran past their time (stopped or starved): named, since the statistics leave
 /// them out.
 fn overran_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Result<()> {
@@ -284,9 +326,20 @@ fn overhead_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSu
             (true, 1) => " at 1 task".into(),
             (true, tasks) => format!(" at {tasks} tasks"),
         };
+        // What the overhead was computed from: the cost per fault on CPU where both sides have
+        // it (the baseline's too), else throughput.
+        let baseline_cost =
+            summaries.iter().any(|b| b.placement.is_root() && b.tasks == summary.tasks && b.cpu_ns_per_fault.is_some());
+        let basis = match (summary.cpu_ns_per_fault.is_some() && baseline_cost, summary.throughput_vs_baseline) {
+            (true, Some(throughput)) => {
+                format!("; from CPU ns per fault, throughput ratio {:.1}%", 100.0 * throughput.mean)
+            }
+            (true, None) => "; from CPU ns per fault".into(),
+            (false, _) => "; from throughput (no on-CPU times)".into(),
+        };
         writeln!(
             out,
-            "{}/{} overhead{at}: {:.1}%{ci}",
+            "{}/{} overhead{at}: {:.1}%{ci}{basis}",
             report.baseline_name(),
             summary.placement.name,
             100.0 * interval.mean

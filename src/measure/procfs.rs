@@ -16,6 +16,7 @@ pub struct ProcStat {
 
 /// A stat line's fields faultscale uses, parsed by the procfs crate (a command name may hold
 /// spaces and parentheses; the fields resume after the last ')').
+#[cfg(test)]
 pub fn parse_stat(text: &str, ticks_per_sec: u64) -> Option<ProcStat> {
     use procfs::FromRead;
     from_stat(procfs::process::Stat::from_read(text.as_bytes()).ok()?, ticks_per_sec)

@@ -56,9 +56,9 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
                 cpu_share: 1.0,
                 start_offset_ns: 1000 * cpu as u64,
                 on_cpu_ns: None,
-            wait_ns: None,
-            steal_ns: None,
-            cgroup_path: None,
+                wait_ns: None,
+                steal_ns: None,
+                cgroup_path: None,
             };
             let run = PlacementRun {
                 elapsed_ns: 2_000_000_000,

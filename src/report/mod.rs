@@ -41,6 +41,57 @@ impl Measurement {
     pub fn ns_per_fault(&self) -> Option<f64> {
         stats::ns_per_unit(self.faults_per_sec(), self.run.workers.len())
     }
+
+    /// The workers' time on their CPUs over the measured span, summed; None where one worker's
+    /// could not be read.
+    pub fn on_cpu_ns(&self) -> Option<u64> {
+        self.run.workers.iter().map(|w| w.on_cpu_ns).sum()
+    }
+
+    /// The cost of a fault: the workers' on-CPU nanoseconds over the faults they took. Time
+    /// taken by other load, stops and steal does not enter it. None without on-CPU times or faults.
+    pub fn cpu_ns_per_fault(&self) -> Option<f64> {
+        let faults = self.run.loop_faults();
+        (faults > 0).then_some(())?;
+        Some(self.on_cpu_ns()? as f64 / faults as f64)
+    }
+
+    /// Where the workers' time went over the slice, summed over the workers.
+    pub fn time_split(&self) -> Option<TimeSplit> {
+        let on_cpu_ns = self.on_cpu_ns()?;
+        let wait_ns: u64 = self.run.workers.iter().map(|w| w.wait_ns).sum::<Option<u64>>()?;
+        let span_ns = self.run.elapsed_ns * self.run.workers.len() as u64;
+        // Every worker's CPU counts once, however many workers share it.
+        let mut cpus: Vec<(usize, Option<u64>)> = self.run.workers.iter().map(|w| (w.cpu, w.steal_ns)).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        Some(TimeSplit {
+            span_s: span_ns as f64 / 1e9,
+            on_cpu_s: on_cpu_ns as f64 / 1e9,
+            wait_s: wait_ns as f64 / 1e9,
+            blocked_s: span_ns.saturating_sub(on_cpu_ns + wait_ns) as f64 / 1e9,
+            steal_s: cpus.iter().map(|(_, steal)| *steal).sum::<Option<u64>>().map(|ns| ns as f64 / 1e9),
+        })
+    }
+}
+
+/// A slice's worker-seconds: on a CPU, runnable but waiting for one (other load), and the rest,
+/// blocked (sleeping in reclaim, I/O, on locks) or stopped; and the hypervisor's steal of the
+/// CPUs used.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct TimeSplit {
+    /// The measured span times the workers.
+    pub span_s: f64,
+    pub on_cpu_s: f64,
+    pub wait_s: f64,
+    pub blocked_s: f64,
+    pub steal_s: Option<f64>,
+}
+
+impl TimeSplit {
+    pub fn share(&self, seconds: f64) -> f64 {
+        if self.span_s > 0.0 { seconds / self.span_s } else { 0.0 }
+    }
 }
 
 /// LKP's will-it-scale names for the same figures, so a reply on the list can quote them.
@@ -110,7 +161,39 @@ impl Report {
         if measurement.placement.is_root() {
             return None;
         }
+        match self.cpu_cost_ratio(measurement) {
+            Some(ratio) => Some(ratio),
+            None => self.throughput_vs_baseline(measurement),
+        }
+    }
+
+    /// The overhead from throughput: the baseline's rate over this placement's in the same
+    /// round (what a wall clock says, time off the CPU included). The overhead itself where
+    /// on-CPU times are missing.
+    pub fn throughput_vs_baseline(&self, measurement: &Measurement) -> Option<f64> {
+        if measurement.placement.is_root() {
+            return None;
+        }
         self.rate_ratio(measurement).and_then(stats::overhead)
+    }
+
+    /// This slice's cost per fault on CPU over the baseline's in the same round.
+    fn cpu_cost_ratio(&self, measurement: &Measurement) -> Option<f64> {
+        let baseline = self.baseline_of(measurement)?;
+        let cost = measurement.cpu_ns_per_fault()?;
+        let baseline_cost = baseline.cpu_ns_per_fault()?;
+        (baseline_cost > 0.0 && cost > 0.0).then(|| cost / baseline_cost)
+    }
+
+    /// The baseline's slice in the same round and at the same task count, unless either overran.
+    fn baseline_of(&self, measurement: &Measurement) -> Option<&Measurement> {
+        if measurement.run.overran {
+            return None;
+        }
+        self.measurements
+            .iter()
+            .find(|m| m.placement.is_root() && m.round == measurement.round && m.tasks == measurement.tasks)
+            .filter(|m| !m.run.overran)
     }
 
     /// `siblings:N` against one plain cgroup at the same depth and task count (`child`, when the
@@ -134,16 +217,7 @@ impl Report {
 
     /// This placement's rate divided by the baseline's rate in the same round and task count.
     fn rate_ratio(&self, measurement: &Measurement) -> Option<f64> {
-        if measurement.run.overran {
-            return None;
-        }
-        let root = self
-            .measurements
-            .iter()
-            .find(|m| m.placement.is_root() && m.round == measurement.round && m.tasks == measurement.tasks)?;
-        if root.run.overran {
-            return None;
-        }
+        let root = self.baseline_of(measurement)?;
         let root_rate = root.faults_per_sec();
         (root_rate > 0.0).then(|| measurement.faults_per_sec() / root_rate)
     }
@@ -154,9 +228,12 @@ impl Report {
         self.measurements.iter().filter(move |m| &m.placement == placement && m.tasks == tasks && !m.run.overran)
     }
 
-    /// CPU nanoseconds one worker spends per fault in a slice: wall time per fault times the
-    /// share of it the worker was on its CPU (samples only count time on the CPU).
-    fn cpu_ns_per_fault(m: &Measurement) -> Option<f64> {
+    /// CPU nanoseconds one worker spends per fault in a slice: the measured on-CPU time, or
+    /// where that is missing wall time per fault times the worker's CPU share (rusage).
+    fn profile_cpu_ns_per_fault(m: &Measurement) -> Option<f64> {
+        if let Some(cost) = m.cpu_ns_per_fault() {
+            return Some(cost);
+        }
         let per_task = m.faults_per_sec() / m.run.workers.len() as f64;
         let on_cpu = m.run.workers.iter().map(|w| w.cpu_share.min(1.0)).sum::<f64>() / m.run.workers.len() as f64;
         (per_task > 0.0).then(|| 1e9 / per_task * on_cpu)
@@ -165,7 +242,7 @@ impl Report {
     /// A slice's memcg cost in ns per fault: the memcg family's share of the samples times the
     /// CPU time per fault.
     pub fn memcg_ns_per_fault(m: &Measurement) -> Option<f64> {
-        Some(m.run.profile.as_ref()?.memcg_share()? * Self::cpu_ns_per_fault(m)?)
+        Some(m.run.profile.as_ref()?.memcg_share()? * Self::profile_cpu_ns_per_fault(m)?)
     }
 
     /// The placement's samples over all its slices.
@@ -198,7 +275,7 @@ impl Report {
     pub fn function_differences(&self, placement: &Placement, tasks: usize) -> Vec<(String, f64)> {
         let cost = |p: &Placement| -> Option<(ProfileCounts, f64)> {
             let totals = self.profile_totals(p, tasks)?;
-            let ns: Vec<f64> = self.of(p, tasks).filter_map(Self::cpu_ns_per_fault).collect();
+            let ns: Vec<f64> = self.of(p, tasks).filter_map(Self::profile_cpu_ns_per_fault).collect();
             let mean = ns.iter().sum::<f64>() / ns.len().max(1) as f64;
             Some((totals, mean))
         };
@@ -294,6 +371,36 @@ impl Report {
     }
 
     /// Statistics per task count and placement over the repetitions, in the plan's order.
+    /// The mean over slices of the cost per fault on CPU; None where a slice has none.
+    fn mean_cpu_ns_per_fault(&self, placement: &Placement, tasks: usize) -> Option<f64> {
+        let costs: Vec<f64> = self.of(placement, tasks).map(Measurement::cpu_ns_per_fault).collect::<Option<_>>()?;
+        (!costs.is_empty()).then(|| costs.iter().sum::<f64>() / costs.len() as f64)
+    }
+
+    fn throughput_interval(&self, placement: &Placement, tasks: usize) -> Option<stats::RatioInterval> {
+        let ratios: Vec<f64> = self.of(placement, tasks).filter_map(|m| self.throughput_vs_baseline(m)).collect();
+        stats::geometric_interval(&ratios)
+    }
+
+    /// The placement's time split over all its slices (None where a slice has none).
+    fn time_split(&self, placement: &Placement, tasks: usize) -> Option<TimeSplit> {
+        let mut total: Option<TimeSplit> = None;
+        for split in self.of(placement, tasks).map(Measurement::time_split) {
+            let split = split?;
+            total = Some(match total {
+                None => split,
+                Some(t) => TimeSplit {
+                    span_s: t.span_s + split.span_s,
+                    on_cpu_s: t.on_cpu_s + split.on_cpu_s,
+                    wait_s: t.wait_s + split.wait_s,
+                    blocked_s: t.blocked_s + split.blocked_s,
+                    steal_s: t.steal_s.zip(split.steal_s).map(|(a, b)| a + b),
+                },
+            });
+        }
+        total
+    }
+
     pub fn summaries(&self) -> Vec<PlacementSummary<'_>> {
         let mut summaries = Vec::new();
         for tasks in self.task_counts() {
@@ -333,6 +440,9 @@ impl Report {
                     overhead_vs_baseline: stats::geometric_interval(&overheads),
                     memcg: self.memcg_cost(placement, tasks),
                     ns_per_fault: stats::ns_per_unit(rate.mean, tasks),
+                    cpu_ns_per_fault: self.mean_cpu_ns_per_fault(placement, tasks),
+                    throughput_vs_baseline: self.throughput_interval(placement, tasks),
+                    time: self.time_split(placement, tasks),
                     user_s: mean_seconds(|w| w.user_us),
                     sys_s: mean_seconds(|w| w.sys_us),
                     vs_linear: None,
@@ -446,6 +556,14 @@ pub struct PlacementSummary<'a> {
     /// Wall-clock nanoseconds one worker spends per fault, from the mean rate; None for a
     /// mean rate of zero.
     pub ns_per_fault: Option<f64>,
+    /// The cost of a fault on CPU: on-CPU ns over faults, the mean over slices; None where an
+    /// on-CPU time is missing.
+    pub cpu_ns_per_fault: Option<f64>,
+    /// Baseline throughput / this throughput per slice (wall-clock rates), the geometric mean
+    /// with its 95% interval: beside the overhead, which counts CPU time only.
+    pub throughput_vs_baseline: Option<stats::RatioInterval>,
+    /// Where the workers' time went, summed over the slices.
+    pub time: Option<TimeSplit>,
     /// --profile: the memcg family's cost.
     pub memcg: Option<MemcgCost>,
     /// Workers' user and system CPU seconds, summed over workers, mean over repetitions.

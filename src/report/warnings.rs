@@ -33,12 +33,23 @@ pub enum Warning {
     CountsDisagree { placement: String, round: u32, loop_faults: u64, kernel_faults: u64 },
     /// The rate varies over the repetitions by more than 5% (CV).
     Noisy { placement: String, unit: &'static str, cv_pct: f64, slices: usize },
+    /// The cost per fault on CPU varies over the slices by more than 5% (CV): interference
+    /// while the workers ran, which no accounting of time off the CPU removes.
+    NoisyCost { placement: String, unit: &'static str, cv_pct: f64, slices: usize },
     /// Workers started further apart than 10% of the sampling interval.
     StartSkew { placement: String, round: u32, skew_us: f64 },
     /// A slice ran more than 10% longer than asked: stopped (Ctrl-Z) or starved.
     Overran { placement: String, round: u32, measured_s: f64, asked_s: f64 },
-    /// A worker got less than 95% of its CPU (or its share of one).
+    /// A worker was on its CPU less than 95% of the time (or of its share of one), and the
+    /// kernel keeps no schedstat to say whether it waited or was blocked.
     CpuTaken { placement: String, round: u32, cpu: usize, share: f64, sharing: f64 },
+    /// A worker was runnable but waited for its CPU over 5% of the slice beyond the share it
+    /// gives up on purpose to workers placed on the same CPU (schedstat's run_delay).
+    WaitedForCpu { placement: String, round: u32, cpu: usize, share: f64, sharing: f64 },
+    /// A worker was neither on its CPU nor runnable over 5% of the slice: blocked or stopped.
+    Blocked { placement: String, round: u32, cpu: usize, share: f64 },
+    /// The hypervisor stole over 1% of a worker's CPU during the slice (/proc/stat steal).
+    Stolen { placement: String, round: u32, cpu: usize, share: f64 },
 }
 
 impl fmt::Display for Warning {
@@ -91,6 +102,10 @@ impl fmt::Display for Warning {
                 f,
                 "{placement}: {unit}/s varies {cv_pct:.1}% (CV) over {slices} slices, above 5%: the machine is noisy; ratios below that size are not resolved"
             ),
+            Warning::NoisyCost { placement, unit, cv_pct, slices } => write!(
+                f,
+                "{placement}: CPU ns per {unit} varies {cv_pct:.1}% (CV) over {slices} slices, above 5%: interference while the workers ran (caches, SMT siblings, frequency); overheads below that size are not resolved, more slices narrow the interval"
+            ),
             Warning::StartSkew { placement, round, skew_us } => write!(
                 f,
                 "{placement} slice {round}: workers started {skew_us:.0} us apart, over 10% of the sampling interval"
@@ -101,9 +116,33 @@ impl fmt::Display for Warning {
             ),
             Warning::CpuTaken { placement, round, cpu, share, sharing } => write!(
                 f,
-                "{placement} slice {round}: the worker on CPU {cpu} ran only {:.0}% of the time{}: other load shares that CPU",
+                "{placement} slice {round}: the worker on CPU {cpu} was on it only {:.0}% of the time{}: other load, or it was blocked or stopped (this kernel keeps no schedstat to tell which)",
                 100.0 * share,
                 if *sharing > 1.0 { format!(" (of its 1/{sharing} share)") } else { String::new() }
+            ),
+            Warning::WaitedForCpu { placement, round, cpu, share, sharing } => write!(
+                f,
+                "{placement} slice {round}: the worker on CPU {cpu} waited for it {:.0}% of the slice{}: other load ran there (schedstat run_delay)",
+                100.0 * share,
+                if *sharing > 1.0 {
+                    format!(
+                        ", beyond the {:.0}% it gives the other {} workers placed there",
+                        100.0 * (sharing - 1.0) / sharing,
+                        sharing - 1.0
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+            Warning::Blocked { placement, round, cpu, share } => write!(
+                f,
+                "{placement} slice {round}: the worker on CPU {cpu} was blocked or stopped {:.0}% of the slice (not runnable: reclaim, I/O, a lock, or a stop signal); the cost per fault on CPU leaves that time out",
+                100.0 * share
+            ),
+            Warning::Stolen { placement, round, cpu, share } => write!(
+                f,
+                "{placement} slice {round}: the hypervisor stole {:.1}% of CPU {cpu} during the slice (/proc/stat steal)",
+                100.0 * share
             ),
         }
     }
@@ -127,7 +166,12 @@ mod tests {
         let shared = Warning::CpuTaken { placement: "root".into(), round: 2, cpu: 1, share: 0.4, sharing: 2.0 };
         assert_eq!(
             shared.to_string(),
-            "root slice 2: the worker on CPU 1 ran only 40% of the time (of its 1/2 share): other load shares that CPU"
+            "root slice 2: the worker on CPU 1 was on it only 40% of the time (of its 1/2 share): other load, or it was blocked or stopped (this kernel keeps no schedstat to tell which)"
+        );
+        let waited = Warning::WaitedForCpu { placement: "child".into(), round: 1, cpu: 0, share: 0.62, sharing: 2.0 };
+        assert_eq!(
+            waited.to_string(),
+            "child slice 1: the worker on CPU 0 waited for it 62% of the slice, beyond the 50% it gives the other 1 workers placed there: other load ran there (schedstat run_delay)"
         );
         let counts =
             Warning::CountsDisagree { placement: "child".into(), round: 1, loop_faults: 990, kernel_faults: 1000 };

@@ -84,6 +84,17 @@ pub struct Row {
     /// --iterations: the fixed work each task did; the row's duration_s is then the run's
     /// elapsed time (first start to last finish). Empty for timed runs.
     pub iterations_per_task: Option<u64>,
+    /// The cost of a fault: the workers' on-CPU ns over their faults (schedstat, read with the
+    /// workers frozen at both ends). The overhead is this over the baseline's.
+    pub cpu_ns_per_fault: Option<f64>,
+    /// Worker-seconds on a CPU, waiting for one (other load), and the rest of the slice
+    /// (blocked: reclaim, I/O, locks; or stopped); the steal of the CPUs used.
+    pub on_cpu_s: Option<f64>,
+    pub wait_s: Option<f64>,
+    pub blocked_s: Option<f64>,
+    pub steal_s: Option<f64>,
+    /// The baseline's throughput over this placement's in the same slice (wall-clock rates).
+    pub throughput_vs_baseline: Option<f64>,
 }
 
 impl Row {

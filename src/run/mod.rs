@@ -21,8 +21,8 @@ use nix::sys::signal::Signal;
 
 use crate::cgroup::{Hierarchy, Leaf};
 
-pub use slice::SliceSpec;
 pub use result::{PlacementRun, Sample, WorkerResult};
+pub use slice::SliceSpec;
 pub use spec::{KernelCountSource, Mode, RunSpec};
 
 /// The seam between the session and the real measurement: the session asks for slices through

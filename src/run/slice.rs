@@ -360,9 +360,10 @@ impl<'a> Slice<'a> {
         self.workers.kill_all();
         (0..self.workers.processes.len())
             .map(|process| {
-                self.workers.reap(process, 0).map(|(_, usage)| usage).ok_or_else(|| {
-                    anyhow!("worker {} vanished before it was reaped", self.workers.processes[process])
-                })
+                self.workers
+                    .reap(process, 0)
+                    .map(|(_, usage)| usage)
+                    .ok_or_else(|| anyhow!("worker {} vanished before it was reaped", self.workers.processes[process]))
             })
             .collect()
     }
@@ -377,9 +378,8 @@ impl<'a> Slice<'a> {
         samples: Vec<Sample>,
     ) -> Result<PlacementRun> {
         let count = self.count();
-        let stamps = |get: fn(&super::slots::Slot) -> u64| -> Vec<u64> {
-            (0..count).map(|i| get(self.slots.get(i))).collect()
-        };
+        let stamps =
+            |get: fn(&super::slots::Slot) -> u64| -> Vec<u64> { (0..count).map(|i| get(self.slots.get(i))).collect() };
         let start_times = stamps(|s| s.start_ns.load(Ordering::Relaxed));
         let finish_times = stamps(|s| s.finish_ns.load(Ordering::Relaxed));
         let fixed = self.spec.settings.fixed_iterations.is_some();

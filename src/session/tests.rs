@@ -22,6 +22,8 @@ enum Answer {
     Empty,
     /// The kernel counted twice what the loop did.
     KernelDisagrees,
+    /// Each worker on its CPU and waiting for it these shares of the slice (schedstat).
+    Times { on_cpu: f64, wait: f64 },
 }
 
 /// Measures nothing: answers each slice with faults at a rate of its placement (the baseline
@@ -100,6 +102,16 @@ impl Slicer for FakeSlicer {
             }
             Some(Answer::Interrupted(signal)) => Err(Interrupted(signal).into()),
             Some(Answer::Empty) => Ok(run_of(&slice.cpus, 0.0, SLICE_NS)),
+            Some(Answer::Times { on_cpu, wait }) => {
+                let mut run = run_of(&slice.cpus, rate, SLICE_NS);
+                for worker in &mut run.workers {
+                    worker.on_cpu_ns = Some((on_cpu * SLICE_NS as f64) as u64);
+                    worker.wait_ns = Some((wait * SLICE_NS as f64) as u64);
+                    worker.steal_ns = Some(0);
+                    worker.cpu_share = on_cpu;
+                }
+                Ok(run)
+            }
             Some(Answer::KernelDisagrees) => {
                 let mut run = run_of(&slice.cpus, rate, SLICE_NS);
                 run.workers.iter_mut().for_each(|w| w.kernel_faults = 2 * w.loop_faults);
@@ -212,8 +224,10 @@ fn an_overran_slice_is_left_out_of_the_statistics_and_said_once() {
 #[test]
 fn a_failed_placement_is_recorded_while_the_others_report() {
     let (mut report, leaves) = root_and_child(3);
-    let mut slicer =
-        FakeSlicer { answers: HashMap::from([(1, Answer::Fails("--cgroup child: mkdir: No space"))]), ..Default::default() };
+    let mut slicer = FakeSlicer {
+        answers: HashMap::from([(1, Answer::Fails("--cgroup child: mkdir: No space"))]),
+        ..Default::default()
+    };
     let checkpoints = drive(&mut report, &leaves, &mut slicer);
     assert_eq!(report.failures.len(), 1);
     let failure = &report.failures[0];
@@ -278,7 +292,11 @@ fn a_baseline_that_counted_nothing_becomes_a_failure_not_a_division_by_zero() {
     drive(&mut report, &leaves, &mut slicer);
     assert_eq!(report.measurements.len(), 3);
     assert_eq!(report.failures.len(), 1);
-    assert!(report.failures[0].reason.starts_with("the baseline counted no work in 1.000 s"), "{}", report.failures[0].reason);
+    assert!(
+        report.failures[0].reason.starts_with("the baseline counted no work in 1.000 s"),
+        "{}",
+        report.failures[0].reason
+    );
 }
 
 #[test]
@@ -324,7 +342,10 @@ fn progress_names_each_slice_and_the_time_left_after_it() {
     let mut progress = Recorded::default();
     measure_all(&mut report, &leaves, &mut FakeSlicer::default(), &mut progress, &mut |_: &Report| {});
     let labels: Vec<&str> = progress.started.iter().map(|(label, _)| label.as_str()).collect();
-    assert_eq!(labels, ["base slice 1/2, 2 tasks", "child slice 1/2, 2 tasks", "child slice 2/2, 2 tasks", "base slice 2/2, 2 tasks"]);
+    assert_eq!(
+        labels,
+        ["base slice 1/2, 2 tasks", "child slice 1/2, 2 tasks", "child slice 2/2, 2 tasks", "base slice 2/2, 2 tasks"]
+    );
     let left: Vec<f64> = progress.started.iter().map(|(_, left)| *left).collect();
     assert_eq!(left, [3.0, 2.0, 1.0, 0.0]);
 }
@@ -342,4 +363,25 @@ fn the_schedule_is_every_placement_once_per_round_and_task_count() {
             assert_eq!(placements, expected, "round {round}, {tasks} tasks");
         }
     }
+}
+
+#[test]
+fn time_off_the_cpu_is_named_as_measured_never_blamed_on_other_load_without_waiting() {
+    let (mut report, leaves) = root_and_child(2);
+    // The child's slice 1 blocked 60% (reclaim, say) without waiting; the baseline's slice 2
+    // waited 40% for its CPU.
+    let answers =
+        HashMap::from([(1, Answer::Times { on_cpu: 0.4, wait: 0.0 }), (3, Answer::Times { on_cpu: 0.6, wait: 0.4 })]);
+    let mut slicer = FakeSlicer { answers, ..Default::default() };
+    drive(&mut report, &leaves, &mut slicer);
+    let said: Vec<String> = report.warnings.iter().map(|w| w.to_string()).collect();
+    let blocked: Vec<&String> = said.iter().filter(|w| w.contains("blocked or stopped")).collect();
+    assert_eq!(blocked.len(), 2, "{said:?}");
+    assert!(blocked.iter().all(|w| w.starts_with("child slice 1:") && w.contains("60%")), "{said:?}");
+    let waited: Vec<&String> = said.iter().filter(|w| w.contains("waited for it")).collect();
+    assert_eq!(waited.len(), 2, "{said:?}");
+    assert!(waited.iter().all(|w| w.starts_with("base slice 2:") && w.contains("40%")), "{said:?}");
+    assert!(!said.iter().any(|w| w.contains("other load") && w.starts_with("child")), "{said:?}");
+    // The fake's other slices have no schedstat: there the CPU share alone is judged, and it is full.
+    assert!(!said.iter().any(|w| w.contains("no schedstat")), "{said:?}");
 }
