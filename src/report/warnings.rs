@@ -114,6 +114,18 @@ impl fmt::Display for Warning {
                 f,
                 "{placement} slice {round}: measured {measured_s:.2} s for {asked_s} s asked (stopped, or starved by overload or more tasks than the CPUs serve); its figures are flagged overran"
             ),
+            Warning::CpuTaken { .. }
+            | Warning::WaitedForCpu { .. }
+            | Warning::Blocked { .. }
+            | Warning::Stolen { .. } => self.fmt_time_off_cpu(f),
+        }
+    }
+}
+
+impl Warning {
+    /// The warnings about a worker's time off its CPU, each saying what was measured.
+    fn fmt_time_off_cpu(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Warning::CpuTaken { placement, round, cpu, share, sharing } => write!(
                 f,
                 "{placement} slice {round}: the worker on CPU {cpu} was on it only {:.0}% of the time{}: other load, or it was blocked or stopped (this kernel keeps no schedstat to tell which)",
@@ -144,6 +156,7 @@ impl fmt::Display for Warning {
                 "{placement} slice {round}: the hypervisor stole {:.1}% of CPU {cpu} during the slice (/proc/stat steal)",
                 100.0 * share
             ),
+            _ => Ok(()),
         }
     }
 }
