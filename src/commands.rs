@@ -55,8 +55,9 @@ pub fn measure(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode>
     if !options.quiet {
         print_table(options, &report);
     }
+    let rewritten = outputs.checkpointed.iter().any(|&c| c);
     let write_failed = !outputs.write(&report);
-    Ok(exit_status(&report, write_failed))
+    Ok(exit_status(&report, write_failed, rewritten))
 }
 
 /// The files a run writes: opened before it starts, rewritten after every slice, written whole
@@ -68,6 +69,9 @@ struct Outputs {
     per_cpu: bool,
     profile_dir: Option<std::path::PathBuf>,
     checkpoint_failed: bool,
+    /// Per sink (csv, json, samples): a checkpoint put slices on disk, so the final write must
+    /// replace them even when a stop signal left no round complete.
+    checkpointed: [bool; 3],
 }
 
 impl Outputs {
@@ -82,6 +86,7 @@ impl Outputs {
             per_cpu: options.per_cpu,
             profile_dir: options.plan.profile_dir.clone(),
             checkpoint_failed: false,
+            checkpointed: [false; 3],
         };
         Sink::check_distinct(
             &[&outputs.csv, &outputs.json, &outputs.samples].into_iter().flatten().collect::<Vec<_>>(),
@@ -100,6 +105,9 @@ impl Outputs {
                 .as_mut()
                 .map(|s| s.checkpoint(|out| export::csv::write(out, &export::csv::sample_rows(report)))),
         ];
+        for (index, result) in written.iter().enumerate() {
+            self.checkpointed[index] |= matches!(result, Some(Ok(())));
+        }
         for error in written.into_iter().flatten().filter_map(Result::err) {
             if !self.checkpoint_failed {
                 say!("faultscale: warning: {error:#}; the files are written at the end instead");
@@ -109,20 +117,24 @@ impl Outputs {
     }
 
     /// The final files and flame graphs; false when one could not be written (each said).
+    /// A file is written when there are measurements, or when a checkpoint put slices in it
+    /// that a stop signal voided: then it holds what the report holds, none of them.
     fn write(self, report: &Report) -> bool {
         let mut all_written = true;
-        let mut write = |sink: Option<Sink>, write: &dyn Fn(&mut dyn std::io::Write) -> Result<()>| {
-            if let Some(sink) = sink
-                && !report.measurements.is_empty()
-                && let Err(e) = sink.write_with(write)
-            {
-                say!("faultscale: error: {e:#}");
-                all_written = false;
-            }
-        };
-        write(self.csv, &|out| export::csv::write(out, &export::csv::rows(report, self.per_cpu)));
-        write(self.json, &|out| export::json::write(out, report));
-        write(self.samples, &|out| export::csv::write(out, &export::csv::sample_rows(report)));
+        let mut write =
+            |sink: Option<Sink>, checkpointed: bool, write: &dyn Fn(&mut dyn std::io::Write) -> Result<()>| {
+                if let Some(sink) = sink
+                    && (!report.measurements.is_empty() || checkpointed)
+                    && let Err(e) = sink.write_with(write)
+                {
+                    say!("faultscale: error: {e:#}");
+                    all_written = false;
+                }
+            };
+        let [csv, json, samples] = self.checkpointed;
+        write(self.csv, csv, &|out| export::csv::write(out, &export::csv::rows(report, self.per_cpu)));
+        write(self.json, json, &|out| export::json::write(out, report));
+        write(self.samples, samples, &|out| export::csv::write(out, &export::csv::sample_rows(report)));
         if let Some(dir) = &self.profile_dir
             && !report.measurements.is_empty()
         {
@@ -154,13 +166,18 @@ fn print_table(options: &RunOptions, report: &Report) {
 }
 
 /// 128+signal after a stop signal, 1 after a failed slice, removal or write, else 0.
-fn exit_status(report: &Report, write_failed: bool) -> ExitCode {
+/// `rewritten`: files held slices from checkpoints before the end.
+fn exit_status(report: &Report, write_failed: bool, rewritten: bool) -> ExitCode {
     if let Some(e) = &report.removal_error {
         say!("faultscale: error: the measurements are written, but {e}");
     }
     if let Some(signal) = report.interrupted {
         match report.measurements.len() {
-            0 => say!("faultscale: {}; no slice completed, nothing was written", Interrupted(signal)),
+            0 if rewritten => say!(
+                "faultscale: {}; no round of slices completed: the files, which held its first slices, now hold no measurement, marked run_complete=false",
+                Interrupted(signal)
+            ),
+            0 => say!("faultscale: {}; no round of slices completed, nothing was written", Interrupted(signal)),
             done => say!(
                 "faultscale: {}; wrote the {done} measurements of the completed slices, marked run_complete=false",
                 Interrupted(signal)

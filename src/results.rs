@@ -140,7 +140,11 @@ fn unreadable(
     error: csv::Error,
 ) -> anyhow::Error {
     let csv::ErrorKind::Deserialize { err, .. } = error.kind() else { return anyhow!("{name}: {place}: {error}") };
-    let cell = err.field().and_then(|i| Some((columns.headers.get(i as usize)?, record.get(i as usize)?)));
+    // serde names no field for an unknown enum value (psi_scope): find the cell it quotes.
+    let quoted = err.kind().to_string().split('`').nth(1).map(str::to_string);
+    let field =
+        err.field().map(|i| i as usize).or_else(|| record.iter().position(|cell| Some(cell) == quoted.as_deref()));
+    let cell = field.and_then(|i| Some((columns.headers.get(i)?, record.get(i)?)));
     match cell {
         Some(("tasks", text)) => anyhow!("{name}: {place}: tasks {text:?} is not a task count"),
         Some((column @ ("faults_per_sec" | "overhead_vs_baseline" | "memcg_ns_per_fault"), text)) => {

@@ -469,5 +469,40 @@ fn warnings_say_what_really_happened() {
     signal(pid, libc::SIGINT);
     let output = child.wait_with_output().unwrap();
     assert_nothing_left(&base, pid);
-    assert!(text(&output.stderr).contains("no slice completed, nothing was written"), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("no round of slices completed, nothing was written"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    // A stop after the baseline's slice was checkpointed, before its round completed: the
+    // files are rewritten to what the run keeps (no slice), and the message says so.
+    let dir = tempfile::tempdir().unwrap();
+    let (csv, json) = (dir.path().join("msg.csv"), dir.path().join("msg.json"));
+    std::fs::write(&csv, "OLD").unwrap();
+    let (csv_arg, json_arg) = (csv.to_str().unwrap(), json.to_str().unwrap());
+    let args =
+        ["--base", BASE, "--cgroup", "child", "--duration", "1", "--slices", "1", "--csv", csv_arg, "--json", json_arg];
+    let child = spawn(&args);
+    let pid = child.id();
+    wait_running(&base, pid);
+    // The baseline's slice is on disk once the CSV holds a row.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&csv).unwrap_or_default().lines().count() < 2 {
+        assert!(std::time::Instant::now() < deadline, "no checkpoint within 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(pid, libc::SIGINT);
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
+    let said = text(&output.stderr);
+    assert!(
+        said.contains("no round of slices completed: the files, which held its first slices, now hold no measurement"),
+        "{said}"
+    );
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert!(rows.lines().count() <= 1 && !rows.contains("OLD"), "no slice left: {rows}");
+    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(document["measurements"].as_array().map(Vec::len), Some(0));
+    assert_eq!(document["complete"], serde_json::Value::Bool(false));
 }
