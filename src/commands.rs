@@ -161,7 +161,14 @@ fn print_table(options: &RunOptions, report: &Report) {
         export::table::write(&mut std::io::stdout().lock(), report)
     };
     if let Err(e) = printed {
-        say!("faultscale: warning: the table could not be printed ({e:#}); the files are written");
+        let files_asked = [&options.csv, &options.json, &options.samples_csv].iter().any(|o| o.is_some())
+            || options.plan.profile_dir.is_some();
+        match files_asked {
+            true => say!("faultscale: warning: the table could not be printed ({e:#}); the files are written"),
+            false => say!(
+                "faultscale: warning: the table could not be printed ({e:#}) and no output file was asked for (--csv, --json): the results are lost"
+            ),
+        }
     }
 }
 
@@ -266,6 +273,13 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
 
 pub fn plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<ExitCode> {
     let run = RunFile::load(Path::new(file))?;
+    if run.overran > 0 {
+        say!(
+            "faultscale: warning: {}: {} slice(s) overran their time (stopped or starved) and are left out, as in the run's own table",
+            run.name,
+            run.overran
+        );
+    }
     let drawn = export::plot::plot(&run, chart, Path::new(output))?;
     say!("faultscale: wrote {output} ({drawn:?} chart)");
     Ok(ExitCode::SUCCESS)

@@ -175,6 +175,12 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
             ));
         }
     }
+    for file in [base, new].into_iter().filter(|f| f.overran > 0) {
+        warnings.push(format!(
+            "{}: {} slice(s) overran their time (stopped or starved) and are left out, as in the run's own table",
+            file.name, file.overran
+        ));
+    }
     let unmatched = new.rates.keys().filter(|k| !base.rates.contains_key(k)).count();
     if unmatched > 0 {
         warnings.push(format!("{}: {unmatched} row(s) have no match in {}", new.name, base.name));

@@ -43,6 +43,8 @@ pub struct RunFile {
     pub settings: BTreeMap<Key, BTreeMap<&'static str, String>>,
     /// Some rows come from a run a signal ended early.
     pub incomplete: bool,
+    /// Summary rows flagged overran, left out of every figure.
+    pub overran: usize,
     pub facts: BTreeMap<&'static str, String>,
     /// Levels below the base, per placement name.
     pub depths: BTreeMap<String, u64>,
@@ -225,6 +227,12 @@ impl RunFile {
         if !(1..=1_000_000).contains(&row.tasks) {
             bail!("{name}: {place}: tasks {:?} is not a task count", &record[columns.tasks]);
         }
+        // A slice that overran its time (stopped, starved) is in the file, flagged, but in no
+        // mean or ratio: as in the run's own table.
+        if row.overran {
+            self.overran += 1;
+            return Ok(());
+        }
         let overhead = match (columns.overhead, columns.ratio_vs_root) {
             (true, _) => row.overhead_vs_baseline.map(|v| number("overhead_vs_baseline", v)).transpose()?,
             (false, Some(i)) if !record[i].is_empty() => {
@@ -292,6 +300,10 @@ impl RunFile {
         let number =
             |what: &str, value: &serde_json::Value| figure(name, placement, what, value.as_f64(), &value.to_string());
         let rate = number("faults_per_sec", &m["faults_per_sec"])?;
+        if m["run"]["overran"].as_bool() == Some(true) {
+            self.overran += 1;
+            return Ok(());
+        }
         if tasks == 0 {
             bail!("{name}: {placement}: a measurement has no workers");
         }

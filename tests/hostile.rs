@@ -141,6 +141,17 @@ fn results_survive_a_closed_stdout_and_a_closed_stderr() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert_eq!(read_csv(&piped).len(), 2);
 
+    // #24.9: `faultscale ... | true` without an output file: no word of files being written.
+    let mut child =
+        Command::new(binary()).args(args(&[])).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
+    let said = text(&output.stderr);
+    assert!(!said.contains("the files are written"), "{said}");
+    assert!(said.contains("no output file was asked for"), "{said}");
+
     // stderr closed (2>&-): warnings cannot be printed; that is no reason to panic or lose F.
     let closed = dir.path().join("closed.csv");
     let script =
@@ -314,6 +325,43 @@ fn compare_keeps_the_default_signal_behaviour() {
     use std::os::unix::process::ExitStatusExt;
     // Either it finished first, or SIGTERM ended it the default way (not a handled 143).
     assert!(output.status.success() || output.status.signal() == Some(libc::SIGTERM), "{:?}", output.status);
+}
+
+/// #24.6: `nohup faultscale ...`: a signal ignored at start stays ignored, in the harness and
+/// its workers; the run ends on its own with every slice.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn signals_ignored_at_start_stay_ignored() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("nohup.csv");
+    let script = format!(
+        "trap '' HUP; exec {} --base {BASE} --cgroup child --duration 2 --slices 2 --csv {}",
+        binary().display(),
+        csv.display()
+    );
+    let child = Command::new("sh").args(["-c", &script]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    wait_running(&base, pid);
+    std::thread::sleep(Duration::from_millis(300));
+    // The harness, and each worker of the slice under way (its children; one may be gone
+    // between listing and signal as its slice ends).
+    signal(pid, libc::SIGHUP);
+    let parent_of = |p: u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+    };
+    let workers: Vec<u32> = faultscale_processes().into_iter().filter(|&p| parent_of(p) == Some(pid)).collect();
+    assert!(!workers.is_empty(), "no worker of {pid} found");
+    for worker in workers {
+        // SAFETY: kill of this run's own worker; ESRCH (already reaped) is fine.
+        unsafe { libc::kill(worker as i32, libc::SIGHUP) };
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(read_csv(&csv).len(), 4, "every slice measured, none failed");
 }
 
 #[test]

@@ -82,6 +82,34 @@ fn compare_marks_real_changes_and_not_noise() {
     assert!(text(&refused.stderr).contains("no workload column"), "{}", text(&refused.stderr));
 }
 
+/// #24.1: a slice that overran is in the file, flagged, and in no figure of compare or plot.
+#[test]
+fn compare_and_plot_leave_overran_slices_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overran.csv");
+    let mut rows =
+        String::from("workload,mode,tasks,placement,depth,cpu,faults_per_sec,overhead_vs_baseline,overran\n");
+    for (root, child, overran) in [(100.0, 90.0, false), (102.0, 27.0, true), (101.0, 91.0, false)] {
+        rows += &format!("anon,process,2,root,0,,{root},,false\n");
+        rows += &format!("anon,process,2,child,1,,{child},{},{overran}\n", root / child);
+    }
+    std::fs::write(&path, rows).unwrap();
+    let out = faultscale(&["compare", path.to_str().unwrap(), path.to_str().unwrap(), "--format", "csv"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("1 slice(s) overran their time"), "{}", text(&out.stderr));
+    let mut reader = csv::Reader::from_reader(out.stdout.as_slice());
+    let headers = reader.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let get = |row: &csv::StringRecord, name: &str| row[headers.iter().position(|h| h == name).unwrap()].to_string();
+    let child = rows.iter().find(|r| get(r, "placement") == "child").unwrap();
+    assert_eq!(get(child, "base_mean"), "90.5", "the overran 27/s is in no mean");
+    assert!(get(child, "base_cv_pct").parse::<f64>().unwrap() < 1.0);
+    let svg = dir.path().join("overran.svg");
+    let plotted = faultscale(&["plot", path.to_str().unwrap(), "-o", svg.to_str().unwrap()]);
+    assert!(plotted.status.success(), "{}", text(&plotted.stderr));
+    assert!(text(&plotted.stderr).contains("1 slice(s) overran their time"), "{}", text(&plotted.stderr));
+}
+
 #[test]
 fn plot_writes_sane_svg_and_png() {
     let dir = tempfile::tempdir().unwrap();

@@ -54,12 +54,22 @@ fn root_child_and_nested_rows_with_agreeing_counts() {
         assert!((memcg - kernel).abs() <= 0.01 * kernel, "{}: memcg {memcg} vs kernel {kernel}", row["placement"]);
         assert!(row["cgroup_path"].contains(&format!("/faultscale-{pid}-")), "{}", row["cgroup_path"]);
     }
-    // The overhead: the baseline's rate over the placement's, in the same slice.
+    // The overhead: the placement's cost per fault on CPU over the baseline's, in the same
+    // slice; the throughput ratio beside it: the baseline's rate over the placement's.
     assert_eq!(summaries[0]["overhead_vs_baseline"], "", "the baseline has no overhead over itself");
+    assert_eq!(summaries[0]["throughput_vs_baseline"], "");
     let base_rate = number(summaries[0], "faults_per_sec");
+    let base_cost = number(summaries[0], "cpu_ns_per_fault");
     for row in &summaries[1..] {
-        let expected = base_rate / number(row, "faults_per_sec");
-        assert!((number(row, "overhead_vs_baseline") - expected).abs() < 1e-5);
+        let throughput = base_rate / number(row, "faults_per_sec");
+        assert!((number(row, "throughput_vs_baseline") - throughput).abs() < 1e-5, "throughput_vs_baseline");
+        let cost = number(row, "cpu_ns_per_fault");
+        assert!((number(row, "overhead_vs_baseline") - cost / base_cost).abs() < 1e-5, "overhead from CPU cost");
+        // The workers' time over the slice: on CPU, waiting and blocked add up to it.
+        let split: f64 = ["on_cpu_s", "wait_s", "blocked_s"].iter().map(|c| number(row, c)).sum();
+        let span = number(row, "duration_s") * number(row, "tasks");
+        assert!((split - span).abs() < 0.02 * span, "{split} s of {span} s accounted for");
+        assert!((cost - 1e9 * number(row, "on_cpu_s") / number(row, "faults")).abs() < 1e-3 * cost);
         let ns = 1e9 / number(row, "faults_per_sec_per_task");
         assert!((number(row, "ns_per_fault") - ns).abs() <= 1e-3 * ns, "ns_per_fault");
     }

@@ -67,14 +67,35 @@ fn set_raw(signal: libc::c_int, handler: libc::sighandler_t) {
     }
 }
 
+/// The signals that were ignored when faultscale started (`nohup` ignores SIGHUP), bit N-1 for
+/// signal N: they stay ignored, in the harness and in its workers.
+static IGNORED_AT_START: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Whether `signal` is ignored now (SIG_IGN), before faultscale changes anything.
+fn ignored_now(signal: libc::c_int) -> bool {
+    // SAFETY: sigaction with no new action only reads the current one into a valid buffer.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0 && current.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+fn was_ignored(signal: libc::c_int) -> bool {
+    (1..=64).contains(&signal) && IGNORED_AT_START.load(Ordering::SeqCst) & (1 << (signal - 1)) != 0
+}
+
 pub fn install_for_run() {
     // No SA_RESTART: a sleeping sample wait must return EINTR so the run stops promptly.
     let action = SigAction::new(SigHandler::Handler(note_signal), SaFlags::empty(), SigSet::empty());
-    for signal in TERMINATING {
+    let catching = TERMINATING.iter().map(|&s| s as libc::c_int).chain(realtime_signals());
+    for signal in catching.filter(|&s| (1..=64).contains(&s) && ignored_now(s)) {
+        IGNORED_AT_START.fetch_or(1 << (signal - 1), Ordering::SeqCst);
+    }
+    for signal in TERMINATING.into_iter().filter(|&s| !was_ignored(s as libc::c_int)) {
         // SAFETY: the handler only touches an atomic.
         unsafe { sigaction(signal, &action) }.expect("installing a signal handler");
     }
-    for signal in realtime_signals() {
+    for signal in realtime_signals().filter(|&s| !was_ignored(s)) {
         set_raw(signal, note_signal as *const () as libc::sighandler_t);
     }
     let stop = SigAction::new(SigHandler::Handler(note_stop), SaFlags::empty(), SigSet::empty());
@@ -102,14 +123,16 @@ pub fn take_stop_request() -> bool {
     STOP_REQUESTED.swap(false, Ordering::SeqCst)
 }
 
-/// In a freshly forked worker: every signal the harness catches acts by default again.
+/// In a freshly forked worker: every signal the harness catches acts as it did when faultscale
+/// started: by default, or ignored where it was ignored then (`nohup`).
 pub fn reset_in_worker() {
     for signal in TERMINATING.into_iter().chain(STOPPING).chain([Signal::SIGCHLD]) {
-        // SAFETY: restoring the default disposition.
-        let _ = unsafe { sigaction(signal, &SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty())) };
+        let handler = if was_ignored(signal as libc::c_int) { SigHandler::SigIgn } else { SigHandler::SigDfl };
+        // SAFETY: restoring the disposition faultscale started with.
+        let _ = unsafe { sigaction(signal, &SigAction::new(handler, SaFlags::empty(), SigSet::empty())) };
     }
     for signal in realtime_signals() {
-        set_raw(signal, libc::SIG_DFL);
+        set_raw(signal, if was_ignored(signal) { libc::SIG_IGN } else { libc::SIG_DFL });
     }
 }
 
