@@ -13,7 +13,7 @@ use crate::cgroup::{self, BaseSpec, Detected, Hierarchy, Leaf, Tree};
 use crate::measure::memcg::PsiScope;
 use crate::measure::procfs::others_named;
 use crate::plan::{Plan, cpus_for_tasks, order, sibling_of};
-use crate::report::{Environment, Failure, Measurement, Report, RunId, Warning};
+use crate::report::{Environment, Failure, Measurement, MemcgCounter, Report, RunId, Warning};
 use crate::run::files::RunFiles;
 use crate::run::{self, Interrupted, Progress, RealSlicer, RunSpec, SliceSpec, Slicer, WorkerDied};
 use crate::workload::{self, WorkloadKind};
@@ -395,9 +395,11 @@ fn baseline_pressure_warnings(report: &Report) -> Vec<Warning> {
     for summary in report.summaries().iter().filter(|s| s.placement.is_root()) {
         // Stall time counts only where it is the cgroup's own, not the whole system's.
         let own_stalls = report.measurements.iter().all(|m| m.run.psi_scope != Some(PsiScope::System));
-        let pressure = ["pgsteal", "events_max", "events_high"]
-            .iter()
-            .chain(own_stalls.then_some(&"psi_some_us"))
+        let counters: [MemcgCounter; 3] = [|c| c.stat.pgsteal, |c| c.events.max, |c| c.events.high];
+        let stalls: MemcgCounter = |c| c.pressure.map(|p| p.some_us);
+        let pressure = counters
+            .into_iter()
+            .chain(own_stalls.then_some(stalls))
             .any(|counter| report.memcg_total(summary.placement, summary.tasks, counter).is_some_and(|v| v > 0));
         if pressure && let Some(what) = report.memcg_note(summary.placement, summary.tasks) {
             warnings.push(Warning::BaselineUnderPressure { placement: summary.placement.name.clone(), what });

@@ -32,7 +32,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
                 "steal_s": m.time_split().and_then(|t| t.steal_s),
                 "memcg_ns_per_fault": crate::report::Report::memcg_ns_per_fault(m),
                 "ns_per_fault": m.ns_per_fault(),
-                "run": m.run,
+                "run": run_with_memcg(m),
             })
         })
         .collect();
@@ -77,4 +77,56 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     serde_json::to_writer_pretty(&mut *out, &document)?;
     writeln!(out)?;
     Ok(())
+}
+
+/// A slice's run as JSON, its memcg counters under their column names (absent where the kernel
+/// has no such counter), as the CSV names the ones it carries.
+fn run_with_memcg(m: &crate::report::Measurement) -> serde_json::Value {
+    let mut run = serde_json::to_value(&m.run).unwrap_or(serde_json::Value::Null);
+    if let serde_json::Value::Object(fields) = &mut run {
+        fields.insert("memcg".into(), serde_json::to_value(memcg_columns(&m.run.memcg)).unwrap_or_default());
+    }
+    run
+}
+
+/// The memcg counters by their CSV and JSON names.
+pub fn memcg_columns(c: &crate::measure::memcg::Counters) -> std::collections::BTreeMap<&'static str, u64> {
+    let (stat, events, pressure) = (&c.stat, &c.events, c.pressure);
+    [
+        ("pgfault", stat.pgfault),
+        ("pgmajfault", stat.pgmajfault),
+        ("pgscan", stat.pgscan),
+        ("pgsteal", stat.pgsteal),
+        ("workingset_refault_anon", stat.workingset_refault_anon),
+        ("workingset_refault_file", stat.workingset_refault_file),
+        ("thp_fault_alloc", stat.thp_fault_alloc),
+        ("pgpgout", stat.pgpgout),
+        ("events_low", events.low),
+        ("events_high", events.high),
+        ("events_max", events.max),
+        ("events_oom", events.oom),
+        ("events_oom_kill", events.oom_kill),
+        ("psi_some_us", pressure.map(|p| p.some_us)),
+        ("psi_full_us", pressure.map(|p| p.full_us)),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| Some((name, value?)))
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::memcg::{Counters, Pressure};
+
+    #[test]
+    fn memcg_counters_keep_their_column_names_and_absent_ones_stay_absent() {
+        let mut counters = Counters::default();
+        (counters.stat.pgsteal, counters.events.max, counters.events.oom_kill) = (Some(7), Some(3), Some(0));
+        counters.pressure = Some(Pressure { some_us: 100, full_us: 40 });
+        let columns = memcg_columns(&counters);
+        let expected =
+            [("events_max", 3), ("events_oom_kill", 0), ("pgsteal", 7), ("psi_full_us", 40), ("psi_some_us", 100)];
+        assert_eq!(columns.into_iter().collect::<Vec<_>>(), expected);
+    }
 }

@@ -119,6 +119,9 @@ pub struct Failure {
     pub reason: String,
 }
 
+/// One memcg counter, read from a slice's counters.
+pub type MemcgCounter = fn(&crate::measure::memcg::Counters) -> Option<u64>;
+
 pub struct Report {
     /// What was asked for: the exporters print its settings.
     pub plan: Plan,
@@ -296,31 +299,31 @@ impl Report {
     }
 
     /// One of the memcg's counters summed over the placement's slices, if the kernel has it.
-    pub fn memcg_total(&self, placement: &Placement, tasks: usize, counter: &str) -> Option<u64> {
-        self.of(placement, tasks).map(|m| m.run.memcg.get(counter).copied()).sum()
+    pub fn memcg_total(&self, placement: &Placement, tasks: usize, counter: MemcgCounter) -> Option<u64> {
+        self.of(placement, tasks).map(|m| counter(&m.run.memcg)).sum()
     }
 
     /// What the memcg did while a placement was measured, in words, where it did anything
     /// that changes a fault's cost: reclaim, limit hits, stalls.
     pub fn memcg_note(&self, placement: &Placement, tasks: usize) -> Option<String> {
-        let total = |counter| self.memcg_total(placement, tasks, counter).filter(|v| *v > 0);
+        let total = |counter: MemcgCounter| self.memcg_total(placement, tasks, counter).filter(|v| *v > 0);
         let mut parts = Vec::new();
-        if let Some(pages) = total("pgsteal") {
+        if let Some(pages) = total(|c| c.stat.pgsteal) {
             parts.push(format!("{pages} pages reclaimed"));
-        } else if let Some(pages) = total("pgscan") {
+        } else if let Some(pages) = total(|c| c.stat.pgscan) {
             parts.push(format!("{pages} pages scanned for reclaim"));
         }
-        if let Some(hits) = total("events_max") {
+        if let Some(hits) = total(|c| c.events.max) {
             parts.push(format!("its memory limit hit {hits} times"));
         }
-        if let Some(hits) = total("events_high") {
+        if let Some(hits) = total(|c| c.events.high) {
             parts.push(format!("memory.high hit {hits} times"));
         }
-        if let Some(kills) = total("events_oom_kill") {
+        if let Some(kills) = total(|c| c.events.oom_kill) {
             parts.push(format!("{kills} OOM kills"));
         }
         let measured_us: f64 = self.of(placement, tasks).map(|m| m.run.elapsed_s() * 1e6).sum();
-        if let Some(stalled) = total("psi_some_us") {
+        if let Some(stalled) = total(|c| c.pressure.map(|p| p.some_us)) {
             let share = stalled as f64 / measured_us;
             let scope = self.of(placement, tasks).find_map(|m| m.run.psi_scope);
             if share >= 0.01 {

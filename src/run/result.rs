@@ -55,6 +55,8 @@ pub struct PlacementRun {
     pub overran: bool,
     /// What the memcg did during the slice: its counters' deltas (reclaim, limit hits, stall
     /// microseconds), read while the workers were frozen.
+    /// (The JSON writes them under their column names: export/json.rs.)
+    #[serde(skip)]
     pub memcg: crate::measure::memcg::Counters,
     /// Whose stall time psi_* is: the cgroup's own, or the system's where only that exists.
     pub psi_scope: Option<crate::measure::memcg::PsiScope>,

@@ -422,7 +422,7 @@ impl<'a> Slice<'a> {
             kernel_source: self.source,
             samples,
             overran: !fixed && (timing.stopped_ns - timing.started_ns) as f64 > 1.1 * duration_ns as f64,
-            memcg: memcg::delta(&before.memcg, &after.memcg),
+            memcg: after.memcg.since(&before.memcg),
             psi_scope: after.psi_scope,
             profile: None,
         })
