@@ -22,7 +22,7 @@ use crate::workload;
 ///
 /// Once anything is measured, nothing that goes wrong afterwards (a closed stdout or stderr, a
 /// cgroup that cannot be removed, one file that cannot be written) loses the other results.
-pub fn measure(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode> {
+pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode> {
     let plan = &options.plan;
     run::require_root("measuring")?;
     let detected = cgroup::detect()?;

@@ -55,7 +55,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => run::cpus::allowed().and_then(|allowed| {
             let options = RunOptions::from_args(&cli.run, &allowed).map_err(usage::usage)?;
-            commands::measure(&options, &allowed)
+            commands::main_job(&options, &allowed)
         }),
         Some(Command::Env { cgroup_version, base }) => commands::env(cgroup_version.into(), &base),
         Some(Command::Profiles { name, cgroup_version }) => commands::profiles(name.as_deref(), cgroup_version.into()),
