@@ -111,7 +111,9 @@ echo old > "$O/target.csv"
 ln -s target.csv "$O/link.csv"
 run link --base root --cgroup child --duration 0.5 --chunk 64K --csv "$O/link.csv"
 [ -L "$O/link.csv" ] && echo link > "$O/link_kind.txt"
-"$B" --base root --cgroup nested:3 --duration 60 > /dev/null 2>&1 &
+# A non-interactive shell starts background jobs with SIGINT and SIGQUIT ignored, and
+# faultscale keeps a signal ignored at start ignored (nohup's SIGHUP): give it back its default.
+env --default-signal=QUIT "$B" --base root --cgroup nested:3 --duration 60 > /dev/null 2>&1 &
 quit=$!
 sleep 2
 kill -QUIT $quit
