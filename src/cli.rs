@@ -2,6 +2,8 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::workload::{WORKLOADS, WorkloadKind};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "faultscale",
@@ -146,7 +148,7 @@ pub struct RunArgs {
     pub mode: Mode,
 
     /// The loop each worker runs
-    #[arg(long, value_enum, default_value_t = Workload::Anon)]
+    #[arg(long, value_enum, default_value_t = Workload(WorkloadKind::Anon))]
     pub workload: Workload,
 
     /// Bytes usemem allocates per iteration, usemem-file maps and reads, and fork's children
@@ -261,41 +263,23 @@ pub enum Mode {
     Thread,
 }
 
-/// `--workload`: the loop each worker runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Workload {
-    /// mmap a private anonymous --chunk, write one byte per page, munmap (the 2009 memcg loop)
-    Anon,
-    /// mmap a per-worker file privately, write one byte per page (COW faults), munmap
-    FilePrivate,
-    /// mmap a per-worker file shared, write one byte per page (page cache faults, dirtying), munmap
-    FileShared,
-    /// every worker maps and unmaps one page of ONE shared file, untouched (i_mmap lock); counts loops
-    MmapFile,
-    /// allocate and touch --size bytes per iteration, like usemem -m; drives reclaim under a limit
-    Usemem,
-    /// usemem -f: map a sparse per-worker file of --size shared, read a word per page; counted per page. Above a limit the clean page cache is reclaimed through rmap, no swap needed
-    UsememFile,
-    /// fork a child that writes every page of --size inherited memory and exits (anon_vma, COW)
-    Fork,
-    /// will-it-scale page_fault1: 128 MiB private anonymous per iteration, counted per page
-    #[value(name = "page_fault1")]
-    PageFault1,
-    /// will-it-scale page_fault2: 128 MiB private file mapping (COW), counted per page
-    #[value(name = "page_fault2")]
-    PageFault2,
-    /// will-it-scale page_fault3: 128 MiB shared file mapping, counted per page
-    #[value(name = "page_fault3")]
-    PageFault3,
-    /// will-it-scale fallocate1: fallocate 8 KiB steps of a 1 MiB tmpfs file, truncate, repeat; counted per call
-    #[value(name = "fallocate1")]
-    Fallocate1,
-    /// will-it-scale fallocate2: the same with the file in /tmp
-    #[value(name = "fallocate2")]
-    Fallocate2,
-    /// will-it-scale tlb_flush2: write a page, MADV_DONTNEED it, read it back, per page of 1 MiB; counted per page
-    #[value(name = "tlb_flush2")]
-    TlbFlush2,
+/// `--workload`: the loop each worker runs. Its names and help lines are the workload table's
+/// (`workload::WORKLOADS`), so a workload is described in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Workload(pub WorkloadKind);
+
+static WORKLOAD_VALUES: std::sync::LazyLock<Vec<Workload>> =
+    std::sync::LazyLock::new(|| WORKLOADS.iter().map(|facts| Workload(facts.kind)).collect());
+
+impl ValueEnum for Workload {
+    fn value_variants<'a>() -> &'a [Self] {
+        &WORKLOAD_VALUES
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let facts = self.0.facts();
+        Some(clap::builder::PossibleValue::new(facts.name).help(facts.description))
+    }
 }
 
 /// `--thp`: THP for the workers' anonymous memory.

@@ -326,16 +326,18 @@ macro_rules! same_values {
     )+};
 }
 
+impl From<cli::Workload> for WorkloadKind {
+    fn from(value: cli::Workload) -> Self {
+        value.0
+    }
+}
+
 same_values! {
     cli::CgroupVersion => VersionChoice { Auto, V1, V2 }
     cli::Format => Format { Table, Csv, Markdown }
     cli::Chart => Chart { Auto, Depth, Tasks, Bars }
     cli::CpuOrder => CpuOrder { CoresFirst, Numeric }
     cli::Mode => Mode { Process, Thread }
-    cli::Workload => WorkloadKind {
-        Anon, FilePrivate, FileShared, MmapFile, Usemem, UsememFile, Fork,
-        PageFault1, PageFault2, PageFault3, Fallocate1, Fallocate2, TlbFlush2,
-    }
     cli::Thp => ThpMode { Keep, Never, Always }
     cli::KernelCount => KernelCountSource { Minflt, Perf }
 }
