@@ -110,7 +110,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true, conflicts_with_all = ["duration", "warmup"])]
     pub iterations: Option<String>,
 
-    /// Slices the --duration is split into [default: one per second, 1 to 10]
+    /// Slices the --duration is split into [default: from 5 s, one per 0.5 s (at most 100);
+    /// below, one per second]
     #[arg(long, default_value = "auto", value_name = "N|auto", allow_hyphen_values = true)]
     pub slices: String,
 

@@ -18,6 +18,9 @@ use crate::workload::{ThpMode, WorkloadKind};
 
 /// The shortest slice worth measuring: well above the start/stop cost (tens of microseconds).
 const MIN_DURATION: Duration = Duration::from_millis(100);
+/// `--slices auto`: the slice length from this --duration on.
+const AUTO_SLICING_FROM: Duration = Duration::from_secs(5);
+const AUTO_SLICE_S: f64 = 0.5;
 
 /// Most tasks one measurement forks: far beyond any CPU count, short of exhausting pids.
 pub const MAX_TASKS: usize = 4096;
@@ -188,7 +191,12 @@ fn slices(args: &RunArgs, fixed_work: bool, duration: Duration) -> Result<u32> {
     let slices = match args.slices.trim() {
         // Fixed work: three whole runs, the fewest that give an interval.
         "auto" if fixed_work => 3,
-        // About one slice per second: enough for an interval, each long enough to be steady.
+        // From 5 s, half-second slices (at most 100): on the development VM the overhead's
+        // interval for the same --duration was narrower with 0.5 s slices than with 1 s, quiet
+        // and with bursty neighbours; 0.25 s gained little more once its extra warmups and
+        // forks are counted (scripts/bench-noise, README). Shorter runs keep one slice per
+        // second, as before (not measured there).
+        "auto" if duration >= AUTO_SLICING_FROM => ((duration.as_secs_f64() / AUTO_SLICE_S).round() as u32).min(100),
         "auto" => (duration.as_secs_f64().floor() as u32).clamp(1, 10),
         text => text
             .parse::<u32>()
@@ -363,6 +371,19 @@ mod tests {
         for &k in cli::KernelCount::value_variants() {
             assert_eq!(name(&|| k.to_possible_value()), KernelCountSource::from(k).name());
         }
+    }
+
+    #[test]
+    fn auto_slices_are_half_seconds_from_five_seconds_and_seconds_below() {
+        use clap::Parser;
+        let auto = |duration: f64| {
+            let cli = cli::Cli::parse_from(["faultscale", "--duration", &duration.to_string()]);
+            slices(&cli.run, false, Duration::from_secs_f64(duration)).unwrap()
+        };
+        assert_eq!([auto(0.5), auto(1.0), auto(2.5), auto(4.9)], [1, 1, 2, 4]);
+        assert_eq!([auto(5.0), auto(10.0), auto(60.0), auto(3600.0)], [10, 20, 100, 100]);
+        let cli = cli::Cli::parse_from(["faultscale", "--iterations", "100"]);
+        assert_eq!(slices(&cli.run, true, Duration::ZERO).unwrap(), 3, "fixed work: three whole runs");
     }
 
     #[test]
