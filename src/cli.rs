@@ -78,9 +78,10 @@ pub enum Command {
         /// Where to look: root, self or a cgroup path (searched recursively)
         #[arg(long, default_value = "root")]
         base: String,
-        /// Where the file workloads' run directories went (the run's --tmpdir)
-        #[arg(long, default_value = "/tmp", value_name = "DIR")]
-        tmpdir: String,
+        /// Where the file workloads' run directories went (the run's --tmpdir) [default: every
+        /// workload's default, /tmp and /dev/shm]
+        #[arg(long, value_name = "DIR")]
+        tmpdir: Option<String>,
     },
 }
 

@@ -239,9 +239,18 @@ pub fn profiles(name: Option<&str>, version: VersionChoice) -> Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn cleanup(dry_run: bool, version: VersionChoice, base: &str, tmpdir: &str) -> Result<ExitCode> {
+/// `tmpdir`: where to look for dead runs' file directories; without it, every workload's
+/// default (page_fault2/3 and fallocate1 put theirs in /dev/shm, the others in /tmp).
+pub fn cleanup(dry_run: bool, version: VersionChoice, base: &str, tmpdir: Option<&str>) -> Result<ExitCode> {
     let cgroups_clean = output::cleanup::run(dry_run, version, base)?;
-    let files_clean = output::cleanup::run_directories(dry_run, Path::new(tmpdir));
+    let dirs = match tmpdir {
+        Some(dir) => vec![dir],
+        None => workload::default_tmpdirs(),
+    };
+    let mut files_clean = true;
+    for dir in dirs {
+        files_clean &= output::cleanup::run_directories(dry_run, Path::new(dir));
+    }
     Ok(if cgroups_clean && files_clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

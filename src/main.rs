@@ -75,7 +75,7 @@ fn main() -> ExitCode {
             .map(|_| ExitCode::SUCCESS)
             .map_err(Into::into),
         Some(Command::Cleanup { dry_run, cgroup_version, base, tmpdir }) => {
-            commands::cleanup(dry_run, cgroup_version.into(), &base, &tmpdir)
+            commands::cleanup(dry_run, cgroup_version.into(), &base, tmpdir.as_deref())
         }
     };
     match result {

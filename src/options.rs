@@ -298,16 +298,29 @@ impl WorkloadMemory {
     }
 }
 
-/// `--profile-dir`: a directory, or a path where one can be made.
+/// `--profile-dir`: a directory, or a path where one can be made, checked writable before
+/// anything runs (a directory found read-only after the measurement costs the whole run).
 fn profile_dir(args: &RunArgs) -> Result<Option<PathBuf>> {
-    let profile_dir = args.profile_dir.as_deref().map(PathBuf::from);
-    if let Some(dir) = &profile_dir
-        && dir.exists()
-        && !dir.is_dir()
-    {
+    let Some(text) = args.profile_dir.as_deref() else { return Ok(None) };
+    if text.is_empty() {
+        bail!("--profile-dir \"\": give a directory for the flame graphs");
+    }
+    let dir = PathBuf::from(text);
+    if dir.exists() && !dir.is_dir() {
         bail!("--profile-dir {}: exists and is not a directory; give a directory", dir.display());
     }
-    Ok(profile_dir)
+    // The directory, or the nearest existing one it would be made in, must take new files.
+    let existing = dir.ancestors().find(|a| a.as_os_str().is_empty() || a.is_dir()).unwrap_or(&dir);
+    let existing = if existing.as_os_str().is_empty() { std::path::Path::new(".") } else { existing };
+    if let Err(e) = nix::unistd::access(existing, nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK) {
+        bail!(
+            "--profile-dir {}: {} cannot take new files ({}); give a writable directory",
+            dir.display(),
+            existing.display(),
+            std::io::Error::from(e)
+        );
+    }
+    Ok(Some(dir))
 }
 
 /// Two outputs on stdout would interleave into neither format.

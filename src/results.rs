@@ -56,10 +56,17 @@ const MAX_RESULT_BYTES: u64 = 256 << 20;
 /// A rate, ratio or task count read back must be a finite, non-negative number.
 fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> Result<f64> {
     match value {
-        Some(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Some(v) if v.is_finite() && v >= 0.0 && v <= MAX_FIGURE => Ok(v),
+        Some(v) if v.is_finite() && v >= 0.0 => bail!(
+            "{name}: {row}: {what} {text:?} is beyond anything a machine measures (at most {MAX_FIGURE:e}); is this a faultscale file?"
+        ),
         _ => bail!("{name}: {row}: {what} {text:?} is not a finite, non-negative number"),
     }
 }
+
+/// No rate (a trillion faults a second), ratio or nanoseconds per fault a run writes comes
+/// near this; past it a figure would only overflow the statistics and the charts.
+const MAX_FIGURE: f64 = 1e12;
 
 const FACTS: [&str; 5] = ["kernel", "host", "cgroup_version", "thp_enabled", "governor"];
 
@@ -367,6 +374,7 @@ mod tests {
             ("anon,process,-3,root,,5,", "tasks \"-3\""),
             ("anon,process,0,root,,5,", "tasks \"0\""),
             ("anon,process,2,child,,5,inf", "overhead_vs_baseline \"inf\""),
+            ("anon,process,2,root,,1e200,", "faults_per_sec \"1e200\" is beyond anything a machine measures"),
         ] {
             let err = RunFile::from_csv("x.csv".into(), &format!("{header}{row}\n")).unwrap_err().to_string();
             assert!(err.starts_with("x.csv: row 2: ") && err.contains(why), "{row}: {err}");

@@ -327,6 +327,31 @@ fn compare_keeps_the_default_signal_behaviour() {
     assert!(output.status.success() || output.status.signal() == Some(libc::SIGTERM), "{:?}", output.status);
 }
 
+/// #24.12: a --profile-dir on a read-only filesystem is refused before anything is measured
+/// (the test's own read-only tmpfs, in a mount namespace of its own).
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_profile_dir_that_cannot_take_files_is_refused_before_measuring() {
+    let _serial = needs_root();
+    let dir = tempfile::tempdir().unwrap();
+    let read_only = dir.path().join("ro");
+    std::fs::create_dir(&read_only).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o ro none {ro} && exec {bin} --base {BASE} --duration 0.5 --profile --profile-dir {ro}/graphs",
+        ro = read_only.display(),
+        bin = binary().display()
+    );
+    let started = std::time::Instant::now();
+    let output =
+        Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &script]).output().unwrap();
+    let said = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.starts_with("faultscale: error: --profile-dir") && said.contains("cannot take new files"), "{said}");
+    assert!(started.elapsed() < Duration::from_secs(5), "refused before measuring, not after");
+    assert!(faultscale_processes().is_empty());
+}
+
 /// #24.6: `nohup faultscale ...`: a signal ignored at start stays ignored, in the harness and
 /// its workers; the run ends on its own with every slice.
 #[test]

@@ -110,6 +110,32 @@ fn compare_and_plot_leave_overran_slices_out() {
     assert!(text(&plotted.stderr).contains("1 slice(s) overran their time"), "{}", text(&plotted.stderr));
 }
 
+/// #24.10: a finite but impossible rate is refused in one line by compare and plot, at once.
+#[test]
+fn figures_no_machine_produces_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for rate in ["1e200", "1e308"] {
+        let path = dir.path().join(format!("{rate}.csv"));
+        std::fs::write(&path, format!("workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline\nanon,process,2,root,,{rate},\nanon,process,2,child,,1000,1.1\n")).unwrap();
+        let started = std::time::Instant::now();
+        for args in [
+            vec!["compare", path.to_str().unwrap(), path.to_str().unwrap()],
+            vec!["plot", path.to_str().unwrap(), "-o", dir.path().join("x.svg").to_str().unwrap()],
+        ] {
+            let out = faultscale(&args);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out.stderr));
+            let said = text(&out.stderr);
+            assert_eq!(said.lines().count(), 1, "{said}");
+            assert!(
+                said.contains(&format!("faults_per_sec \"{rate}\" is beyond anything a machine measures")),
+                "{said}"
+            );
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "took {:?}", started.elapsed());
+        assert!(!dir.path().join("x.svg").exists());
+    }
+}
+
 #[test]
 fn plot_writes_sane_svg_and_png() {
     let dir = tempfile::tempdir().unwrap();

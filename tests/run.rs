@@ -203,6 +203,8 @@ fn bad_input_is_one_line_and_creates_nothing() {
         (&["--base", "../.."], "--base"),
         (&["--chunk", "123"], "--chunk"),
         (&["--repeat", "0"], "--repeat"),
+        // #24.12: an empty --profile-dir is no directory (it wrote into the current one).
+        (&["--profile-dir", ""], "--profile-dir"),
     ];
     for (args, option) in cases {
         let mut all = vec!["--duration", "0.2"];

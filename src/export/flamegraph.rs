@@ -13,13 +13,31 @@ fn folded_text(folded: &BTreeMap<String, u64>) -> String {
     folded.iter().map(|(stack, count)| format!("{stack} {count}\n")).collect()
 }
 
+/// Writes `path` whole or not at all: into a temporary name beside it, renamed over it only
+/// once every byte is on disk (a full filesystem leaves the old file, never half a new one).
+fn write_whole(path: &Path, write: impl FnOnce(&mut dyn std::io::Write) -> Result<()>) -> Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = (|| -> Result<()> {
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&temporary)?);
+        write(&mut file)?;
+        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&temporary, path)?;
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written.with_context(|| format!("writing {}", path.display()))
+}
+
 fn flame_graph(title: &str, folded: &str, path: &Path) -> Result<()> {
     let mut options = inferno::flamegraph::Options::default();
     options.title = title.to_string();
     options.count_name = "samples".into();
-    let file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    inferno::flamegraph::from_lines(&mut options, folded.lines(), std::io::BufWriter::new(file))
-        .with_context(|| format!("drawing {}", path.display()))
+    write_whole(path, |out| {
+        inferno::flamegraph::from_lines(&mut options, folded.lines(), out).context("drawing the flame graph")
+    })
 }
 
 /// Writes every placement's files into `dir`; returns the paths written.
@@ -33,7 +51,7 @@ pub fn write(dir: &Path, report: &Report) -> Result<Vec<PathBuf>> {
         let stem = format!("{label}-{}tasks", summary.tasks);
         let folded = folded_text(&totals.folded);
         let folded_path = dir.join(format!("{stem}.folded"));
-        std::fs::write(&folded_path, &folded).with_context(|| format!("writing {}", folded_path.display()))?;
+        write_whole(&folded_path, |out| Ok(out.write_all(folded.as_bytes())?))?;
         let svg = dir.join(format!("{stem}.svg"));
         flame_graph(&format!("{} ({} tasks)", summary.placement.name, summary.tasks), &folded, &svg)?;
         written.extend([folded_path, svg]);

@@ -144,6 +144,15 @@ pub struct Facts {
     pub create: fn(&WorkloadSettings, usize) -> Box<dyn Workload>,
 }
 
+/// Every directory a workload puts its files in by default, once each (what `cleanup` searches
+/// when not told where a run's files went).
+pub fn default_tmpdirs() -> Vec<&'static str> {
+    let mut dirs: Vec<&'static str> = WORKLOADS.iter().map(|facts| facts.kind.default_tmpdir()).collect();
+    dirs.sort_unstable();
+    dirs.dedup();
+    dirs
+}
+
 /// A row with the defaults most workloads share: counted per iteration, not exact, no files.
 const fn row(
     kind: WorkloadKind,
@@ -548,6 +557,15 @@ mod tests {
         assert_eq!(shape(WorkloadKind::PageFault2, ThpMode::Always), (Unit::Faults, 1, true));
         assert_eq!(shape(WorkloadKind::Fallocate2, ThpMode::Never), (Unit::Operations, 1, false));
         assert_eq!(shape(WorkloadKind::TlbFlush2, ThpMode::Never), (Unit::Operations, 1, false));
+    }
+
+    #[test]
+    fn cleanup_searches_every_default_directory() {
+        let dirs = default_tmpdirs();
+        assert!(dirs.contains(&"/tmp"));
+        // #24.7: page_fault2/3 and fallocate1 put their files in /dev/shm where it exists.
+        assert_eq!(dirs.contains(&"/dev/shm"), std::path::Path::new("/dev/shm").is_dir(), "{dirs:?}");
+        assert!(WORKLOADS.iter().all(|f| dirs.contains(&f.kind.default_tmpdir())));
     }
 
     #[test]
