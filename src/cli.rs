@@ -199,7 +199,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub samples_csv: Option<String>,
 
-    /// Sample every worker on CPU (cycles, else cpu-clock; 1999 Hz; kernel and user call
+    /// Sample every worker on CPU (cycles, else cpu-clock; 999 Hz; kernel and user call
     /// chains) while slices are measured, and attribute the time: the memcg family's share
     /// and its ns per fault, with a 95% interval over the slices, and the functions that differ
     /// most from the baseline

@@ -428,29 +428,38 @@ fn slice_warnings(report: &Report, m: &Measurement) -> Vec<Warning> {
             skew_us: m.run.start_skew_ns as f64 / 1e3,
         });
     }
-    // Round-robin placement puts k workers on a CPU on purpose: each is owed 1/k of it.
-    for worker in &m.run.workers {
-        let sharing = m.run.workers.iter().filter(|w| w.cpu == worker.cpu).count() as f64;
+    // Round-robin placement puts k workers on a CPU on purpose: each is owed 1/k of it. One
+    // judgement per CPU, of the workers on it together.
+    let mut cpus: Vec<usize> = m.run.workers.iter().map(|w| w.cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    for cpu in cpus {
+        let on_it: Vec<&run::WorkerResult> = m.run.workers.iter().filter(|w| w.cpu == cpu).collect();
         // Fixed work: workers sharing a CPU finish apart (each is owed a varying share), a
         // worker done early is parked (not runnable, no cost), and under a second rusage's
         // tick granularity is too coarse to judge.
-        if report.plan.iterations.is_some() && (sharing > 1.0 || m.run.elapsed_s() < 1.0) {
+        if report.plan.iterations.is_some() && (on_it.len() > 1 || m.run.elapsed_s() < 1.0) {
             continue;
         }
-        warnings.extend(worker_time_warnings(report, m, worker, sharing));
+        warnings.extend(cpu_time_warnings(report, m, cpu, &on_it));
     }
     warnings
 }
 
-/// What took a worker's time off its CPU, as measured: waiting for the CPU (run_delay), blocked
-/// or stopped (the rest), the hypervisor's steal; the CPU share alone where schedstat is absent.
-fn worker_time_warnings(report: &Report, m: &Measurement, worker: &run::WorkerResult, sharing: f64) -> Vec<Warning> {
-    let (placement, round, cpu) = (m.placement.name.clone(), m.round, worker.cpu);
-    let span_ns = m.run.elapsed_ns.max(1) as f64;
+/// What took the time of the workers on `cpu` off it, as measured: waiting for the CPU
+/// (run_delay), blocked or stopped (the rest), the hypervisor's steal; the CPU share alone
+/// where schedstat is absent.
+fn cpu_time_warnings(report: &Report, m: &Measurement, cpu: usize, workers: &[&run::WorkerResult]) -> Vec<Warning> {
+    let (placement, round, sharing) = (m.placement.name.clone(), m.round, workers.len() as f64);
+    let elapsed_ns = m.run.elapsed_ns.max(1);
+    // The workers' time on this CPU together: the slice once per worker.
+    let span_ns = elapsed_ns as f64 * sharing;
+    let sum = |get: &dyn Fn(&run::WorkerResult) -> Option<u64>| workers.iter().map(|w| get(w)).sum::<Option<u64>>();
     let mut warnings = Vec::new();
-    let (Some(on_cpu_ns), Some(wait_ns)) = (worker.on_cpu_ns, worker.wait_ns) else {
-        if worker.cpu_share * sharing < 0.95 {
-            warnings.push(Warning::CpuTaken { placement, round, cpu, share: worker.cpu_share, sharing });
+    let (Some(_), Some(wait_ns)) = (sum(&|w| w.on_cpu_ns), sum(&|w| w.wait_ns)) else {
+        let share = workers.iter().map(|w| w.cpu_share).fold(f64::INFINITY, f64::min);
+        if share * sharing < 0.95 {
+            warnings.push(Warning::CpuTaken { placement, round, cpu, share, sharing });
         }
         return warnings;
     };
@@ -458,12 +467,14 @@ fn worker_time_warnings(report: &Report, m: &Measurement, worker: &run::WorkerRe
     if wait_share > (sharing - 1.0) / sharing + 0.05 {
         warnings.push(Warning::WaitedForCpu { placement: placement.clone(), round, cpu, share: wait_share, sharing });
     }
-    let blocked_share = 1.0 - (on_cpu_ns + wait_ns) as f64 / span_ns;
+    let blocked_share = sum(&|w| w.blocked_ns(elapsed_ns)).unwrap_or(0) as f64 / span_ns;
     if report.plan.iterations.is_none() && blocked_share > 0.05 {
-        warnings.push(Warning::Blocked { placement: placement.clone(), round, cpu, share: blocked_share });
+        warnings.push(Warning::Blocked { placement: placement.clone(), round, cpu, share: blocked_share, sharing });
     }
-    if let Some(steal_ns) = worker.steal_ns.filter(|&ns| ns as f64 > 0.01 * span_ns) {
-        warnings.push(Warning::Stolen { placement, round, cpu, share: steal_ns as f64 / span_ns });
+    // /proc/stat counts steal in ticks: under two of them is rounding, not a measurement.
+    let steal_ns = sum(&|w| w.steal_ns).unwrap_or(0);
+    if steal_ns as f64 > 0.01 * elapsed_ns as f64 && steal_ns >= 2 * crate::measure::procfs::steal_tick_ns() {
+        warnings.push(Warning::Stolen { placement, round, cpu, share: steal_ns as f64 / elapsed_ns as f64 });
     }
     warnings
 }

@@ -50,10 +50,7 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row> {
                         .map(|ns| round6(ns as f64 / worker.loop_faults as f64)),
                     on_cpu_s: worker.on_cpu_ns.map(|ns| round6(ns as f64 / 1e9)),
                     wait_s: worker.wait_ns.map(|ns| round6(ns as f64 / 1e9)),
-                    blocked_s: worker
-                        .on_cpu_ns
-                        .zip(worker.wait_ns)
-                        .map(|(on_cpu, wait)| round6(m.run.elapsed_ns.saturating_sub(on_cpu + wait) as f64 / 1e9)),
+                    blocked_s: worker.blocked_ns(m.run.elapsed_ns).map(|ns| round6(ns as f64 / 1e9)),
                     steal_s: worker.steal_ns.map(|ns| round6(ns as f64 / 1e9)),
                     throughput_vs_baseline: None,
                     ..summary_row(report, m, workload, mode)

@@ -75,13 +75,43 @@ fn thread_cpu_ns(tid: i32) -> Option<u64> {
     (rc == 0).then(|| time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64)
 }
 
-/// Each CPU's hypervisor steal so far, in ns, indexed by CPU number (None where /proc/stat
-/// has no steal column or no line for it).
+/// Each CPU's hypervisor steal so far, in ns, indexed by CPU number (None where /proc/stat has
+/// no steal column or no line for it: an offline CPU). Read by hand: the procfs crate's
+/// KernelStats keeps the lines in order but drops their CPU numbers, and with a CPU offline the
+/// n-th line is not CPU n.
 pub fn steal_ns() -> Vec<Option<u64>> {
-    use procfs::CurrentSI;
-    let Ok(stats) = procfs::KernelStats::current() else { return Vec::new() };
-    let ns_per_tick = 1_000_000_000 / procfs::ticks_per_second();
-    stats.cpu_time.iter().map(|cpu| cpu.steal.map(|ticks| ticks * ns_per_tick)).collect()
+    let Ok(text) = std::fs::read_to_string("/proc/stat") else { return Vec::new() };
+    parse_steal(&text, steal_tick_ns())
+}
+
+fn parse_steal(text: &str, ns_per_tick: u64) -> Vec<Option<u64>> {
+    let mut steal: Vec<Option<u64>> = Vec::new();
+    for line in text.lines() {
+        let mut fields = line.split_whitespace();
+        let Some(cpu) = fields.next().and_then(|name| name.strip_prefix("cpu")?.parse::<usize>().ok()) else {
+            continue;
+        };
+        // user nice system idle iowait irq softirq steal ...
+        let ticks = fields.nth(7).and_then(|field| field.parse::<u64>().ok());
+        if steal.len() <= cpu {
+            steal.resize(cpu + 1, None);
+        }
+        steal[cpu] = ticks.map(|ticks| ticks * ns_per_tick);
+    }
+    steal
+}
+
+/// /proc/stat counts steal in clock ticks (USER_HZ): a figure below a tick or two is rounding.
+pub fn steal_tick_ns() -> u64 {
+    1_000_000_000 / procfs::ticks_per_second()
+}
+
+/// The CPU time of a process's children that it has waited for (cutime + cstime), in ns: what
+/// the fork workload's children spend faulting. Counted in clock ticks.
+pub fn children_cpu_ns(pid: i32) -> Option<u64> {
+    let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
+    let ticks = u64::try_from(stat.cutime).ok()? + u64::try_from(stat.cstime).ok()?;
+    Some(ticks * steal_tick_ns())
 }
 
 /// Other processes whose command name is `harness_name`: the harnesses of other runs (workers
@@ -102,6 +132,13 @@ pub fn others_named(harness_name: &str) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steal_is_read_by_cpu_number_with_a_cpu_offline() {
+        let text = "cpu  10 0 5 100 0 0 0 9 0 0\ncpu0 5 0 2 50 0 0 0 4 0 0\ncpu2 5 0 3 50 0 0 0 5 0 0\nintr 1\n";
+        assert_eq!(parse_steal(text, 10_000_000), [Some(40_000_000), None, Some(50_000_000)]);
+        assert_eq!(parse_steal("cpu0 5 0 2 50\n", 10_000_000), [None], "no steal column: unknown, not 0");
+    }
 
     #[test]
     fn stat_lines_survive_odd_command_names() {

@@ -58,19 +58,15 @@ impl Measurement {
 
     /// Where the workers' time went over the slice, summed over the workers.
     pub fn time_split(&self) -> Option<TimeSplit> {
-        let on_cpu_ns = self.on_cpu_ns()?;
-        let wait_ns: u64 = self.run.workers.iter().map(|w| w.wait_ns).sum::<Option<u64>>()?;
-        let span_ns = self.run.elapsed_ns * self.run.workers.len() as u64;
-        // Every worker's CPU counts once, however many workers share it.
-        let mut cpus: Vec<(usize, Option<u64>)> = self.run.workers.iter().map(|w| (w.cpu, w.steal_ns)).collect();
-        cpus.sort_unstable();
-        cpus.dedup();
+        let workers = &self.run.workers;
+        let span_ns = self.run.elapsed_ns;
+        let blocked_ns: u64 = workers.iter().map(|w| w.blocked_ns(span_ns)).sum::<Option<u64>>()?;
         Some(TimeSplit {
-            span_s: span_ns as f64 / 1e9,
-            on_cpu_s: on_cpu_ns as f64 / 1e9,
-            wait_s: wait_ns as f64 / 1e9,
-            blocked_s: span_ns.saturating_sub(on_cpu_ns + wait_ns) as f64 / 1e9,
-            steal_s: cpus.iter().map(|(_, steal)| *steal).sum::<Option<u64>>().map(|ns| ns as f64 / 1e9),
+            span_s: (span_ns * workers.len() as u64) as f64 / 1e9,
+            on_cpu_s: self.on_cpu_ns()? as f64 / 1e9,
+            wait_s: workers.iter().map(|w| w.wait_ns).sum::<Option<u64>>()? as f64 / 1e9,
+            blocked_s: blocked_ns as f64 / 1e9,
+            steal_s: workers.iter().map(|w| w.steal_ns).sum::<Option<u64>>().map(|ns| ns as f64 / 1e9),
         })
     }
 }

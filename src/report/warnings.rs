@@ -46,8 +46,9 @@ pub enum Warning {
     /// A worker was runnable but waited for its CPU over 5% of the slice beyond the share it
     /// gives up on purpose to workers placed on the same CPU (schedstat's run_delay).
     WaitedForCpu { placement: String, round: u32, cpu: usize, share: f64, sharing: f64 },
-    /// A worker was neither on its CPU nor runnable over 5% of the slice: blocked or stopped.
-    Blocked { placement: String, round: u32, cpu: usize, share: f64 },
+    /// The workers on a CPU were neither on it, nor runnable, nor losing it to steal over 5% of
+    /// their time: blocked or stopped.
+    Blocked { placement: String, round: u32, cpu: usize, share: f64, sharing: f64 },
     /// The hypervisor stole over 1% of a worker's CPU during the slice (/proc/stat steal).
     Stolen { placement: String, round: u32, cpu: usize, share: f64 },
 }
@@ -132,28 +133,28 @@ impl Warning {
                 100.0 * share,
                 if *sharing > 1.0 { format!(" (of its 1/{sharing} share)") } else { String::new() }
             ),
-            Warning::WaitedForCpu { placement, round, cpu, share, sharing } => write!(
+            Warning::WaitedForCpu { placement, round, cpu, share, sharing } if *sharing > 1.0 => write!(
                 f,
-                "{placement} slice {round}: the worker on CPU {cpu} waited for it {:.0}% of the slice{}: other load ran there (schedstat run_delay)",
+                "{placement} slice {round}: the {sharing} workers on CPU {cpu} waited for it {:.0}% of their time, beyond the {:.0}% they give each other: other load ran there (schedstat run_delay)",
                 100.0 * share,
-                if *sharing > 1.0 {
-                    format!(
-                        ", beyond the {:.0}% it gives the other {} workers placed there",
-                        100.0 * (sharing - 1.0) / sharing,
-                        sharing - 1.0
-                    )
-                } else {
-                    String::new()
-                }
+                100.0 * (sharing - 1.0) / sharing
             ),
-            Warning::Blocked { placement, round, cpu, share } => write!(
+            Warning::WaitedForCpu { placement, round, cpu, share, .. } => write!(
                 f,
-                "{placement} slice {round}: the worker on CPU {cpu} was blocked or stopped {:.0}% of the slice (not runnable: reclaim, I/O, a lock, or a stop signal); the cost per fault on CPU leaves that time out",
+                "{placement} slice {round}: the worker on CPU {cpu} waited for it {:.0}% of the slice: other load ran there (schedstat run_delay)",
                 100.0 * share
+            ),
+            Warning::Blocked { placement, round, cpu, share, sharing } => write!(
+                f,
+                "{placement} slice {round}: {} on CPU {cpu} {} blocked or stopped {:.0}% of {} (not runnable: reclaim, I/O, a lock, or a stop signal); the cost per fault on CPU leaves that time out",
+                if *sharing > 1.0 { format!("the {sharing} workers") } else { "the worker".into() },
+                if *sharing > 1.0 { "were" } else { "was" },
+                100.0 * share,
+                if *sharing > 1.0 { "their time" } else { "the slice" }
             ),
             Warning::Stolen { placement, round, cpu, share } => write!(
                 f,
-                "{placement} slice {round}: the hypervisor stole {:.1}% of CPU {cpu} during the slice (/proc/stat steal)",
+                "{placement} slice {round}: the hypervisor stole {:.1}% of CPU {cpu} during the slice (/proc/stat steal, counted in clock ticks)",
                 100.0 * share
             ),
             _ => Ok(()),
@@ -184,7 +185,7 @@ mod tests {
         let waited = Warning::WaitedForCpu { placement: "child".into(), round: 1, cpu: 0, share: 0.62, sharing: 2.0 };
         assert_eq!(
             waited.to_string(),
-            "child slice 1: the worker on CPU 0 waited for it 62% of the slice, beyond the 50% it gives the other 1 workers placed there: other load ran there (schedstat run_delay)"
+            "child slice 1: the 2 workers on CPU 0 waited for it 62% of their time, beyond the 50% they give each other: other load ran there (schedstat run_delay)"
         );
         let counts =
             Warning::CountsDisagree { placement: "child".into(), round: 1, loop_faults: 990, kernel_faults: 1000 };

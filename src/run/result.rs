@@ -34,6 +34,16 @@ pub struct WorkerResult {
     pub cgroup_path: Option<String>,
 }
 
+impl WorkerResult {
+    /// Time over a span of `span_ns` the worker was neither on its CPU, nor waiting for it,
+    /// nor losing it to the hypervisor: blocked (reclaim, I/O, a lock) or stopped. None without
+    /// schedstat. (Where the kernel counts steal as time on the CPU, this is short by the steal.)
+    pub fn blocked_ns(&self, span_ns: u64) -> Option<u64> {
+        let accounted = self.on_cpu_ns? + self.wait_ns? + self.steal_ns.unwrap_or(0);
+        Some(span_ns.saturating_sub(accounted))
+    }
+}
+
 /// Loop counters of every worker at one instant.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Sample {

@@ -19,7 +19,7 @@ use crate::cgroup::{Hierarchy, Leaf};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::memcg::{self, Counters, PsiScope};
 use crate::measure::perf::{PerfReading, WorkerPerf};
-use crate::measure::procfs::{ProcStat, SchedTimes, sched_times, steal_ns, task_stat};
+use crate::measure::procfs::{ProcStat, SchedTimes, children_cpu_ns, sched_times, steal_ns, task_stat};
 use crate::measure::sampling::WorkerSampler;
 use crate::measure::stacks::ProfileCounts;
 use crate::workload;
@@ -53,6 +53,9 @@ struct Snapshot {
     sched: Vec<Option<SchedTimes>>,
     /// Per CPU number, the hypervisor's steal so far.
     steal_ns: Vec<Option<u64>>,
+    /// Per worker in process mode, its waited-for children's CPU time (fork's children do the
+    /// faulting); empty in thread mode.
+    children_ns: Vec<Option<u64>>,
 }
 
 /// The clock stamps of a slice: release, start of the measured span (after warmup), stop.
@@ -210,6 +213,12 @@ impl<'a> Slice<'a> {
         Snapshot {
             sched: (0..self.count()).map(|i| sched_times(self.workers.process_of(i).as_raw(), self.tids[i])).collect(),
             steal_ns: steal_ns(),
+            children_ns: match self.spec.mode {
+                Mode::Process => {
+                    (0..self.count()).map(|i| children_cpu_ns(self.workers.process_of(i).as_raw())).collect()
+                }
+                Mode::Thread => Vec::new(),
+            },
             iterations: self.iterations(),
             minflt,
             perf,
@@ -408,6 +417,7 @@ impl<'a> Slice<'a> {
                 self.worker_result(index, before, after, usages, span)
             })
             .collect::<Result<Vec<_>>>()?;
+        let workers = share_steal(workers);
         let first = start_times.iter().copied().min().unwrap_or(0);
         let last = start_times.iter().copied().max().unwrap_or(0);
         let duration_ns = self.spec.duration.as_nanos() as u64;
@@ -448,13 +458,18 @@ impl<'a> Slice<'a> {
         };
         let perf = (self.source == KernelCountSource::Perf).then(|| after.perf[index].since(&before.perf[index]));
         let (sched_before, sched_after) = (before.sched[index], after.sched[index]);
-        let on_cpu_ns = sched_after.zip(sched_before).map(|(a, b)| a.on_cpu_ns.saturating_sub(b.on_cpu_ns));
+        // A worker's own time on its CPU, plus what the children it waited for spent on theirs.
+        let children = |snapshot: &Snapshot| snapshot.children_ns.get(index).copied().flatten().unwrap_or(0);
+        let on_cpu_ns = sched_after
+            .zip(sched_before)
+            .map(|(a, b)| a.on_cpu_ns.saturating_sub(b.on_cpu_ns) + children(after).saturating_sub(children(before)));
         let wait_ns = sched_after.zip(sched_before).and_then(|(a, b)| Some(a.wait_ns?.saturating_sub(b.wait_ns?)));
         let cpu = self.request.cpus[index];
         let steal_ns = after.steal_ns.get(cpu).copied().flatten().zip(before.steal_ns.get(cpu).copied().flatten());
         Ok(WorkerResult {
             on_cpu_ns,
             wait_ns,
+            // The CPU's whole steal for now; `share_steal` divides it among its workers.
             steal_ns: steal_ns.map(|(a, b)| a.saturating_sub(b)),
             cpu: self.request.cpus[index],
             pid: self.tids[index],
@@ -473,6 +488,23 @@ impl<'a> Slice<'a> {
                 .then(|| self.request.worker_leaves[index].cgroup_path.clone()),
         })
     }
+}
+
+/// A CPU's steal divided among the workers placed on it, by their time on it (steal takes time
+/// from whichever task was running), so the workers' steal adds up to the CPUs'.
+fn share_steal(mut workers: Vec<WorkerResult>) -> Vec<WorkerResult> {
+    let on_cpu_of = |workers: &[WorkerResult], cpu: usize| -> (u64, usize) {
+        let sharing: Vec<&WorkerResult> = workers.iter().filter(|w| w.cpu == cpu).collect();
+        (sharing.iter().map(|w| w.on_cpu_ns.unwrap_or(0)).sum(), sharing.len())
+    };
+    let totals: Vec<(u64, usize)> = workers.iter().map(|w| on_cpu_of(&workers, w.cpu)).collect();
+    for (worker, (cpu_total, sharing)) in workers.iter_mut().zip(totals) {
+        worker.steal_ns = worker.steal_ns.map(|steal| match cpu_total {
+            0 => steal / sharing as u64,
+            total => (steal as u128 * worker.on_cpu_ns.unwrap_or(0) as u128 / total as u128) as u64,
+        });
+    }
+    workers
 }
 
 fn micros(time: &libc::timeval) -> u64 {

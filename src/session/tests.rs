@@ -385,3 +385,18 @@ fn time_off_the_cpu_is_named_as_measured_never_blamed_on_other_load_without_wait
     // The fake's other slices have no schedstat: there the CPU share alone is judged, and it is full.
     assert!(!said.iter().any(|w| w.contains("no schedstat")), "{said:?}");
 }
+
+#[test]
+fn workers_sharing_a_cpu_are_judged_together_once_per_cpu() {
+    let (mut report, leaves) = session_of(vec![Placement::root(), Placement::plain("child".into(), 1)], 1, 1, vec![4]);
+    let answers = HashMap::from([(1, Answer::Times { on_cpu: 0.4, wait: 0.0 })]);
+    let mut slicer = FakeSlicer { answers, ..Default::default() };
+    drive(&mut report, &leaves, &mut slicer);
+    assert_eq!(slicer.calls[1].1, vec![0, 1, 0, 1]);
+    let said: Vec<String> = report.warnings.iter().map(|w| w.to_string()).collect();
+    let blocked: Vec<&String> = said.iter().filter(|w| w.contains("blocked or stopped")).collect();
+    assert_eq!(blocked.len(), 2, "one per CPU: {said:?}");
+    assert!(blocked[0].contains("the 2 workers on CPU 0 were blocked or stopped 60% of their time"), "{said:?}");
+    // Waiting for a CPU shared on purpose is no warning.
+    assert!(!said.iter().any(|w| w.contains("waited")), "{said:?}");
+}
