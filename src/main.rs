@@ -9,14 +9,22 @@ macro_rules! say {
     }};
 }
 
-/// One line on stdout for the listing subcommands (env, profiles, cleanup), dropped when stdout
-/// is gone (`faultscale env | head -1`) instead of panicking.
+/// One line on stdout for the listing subcommands (env, profiles, cleanup). A closed reader
+/// (`faultscale env | head -1`) is its choice and ends nothing; any other failure (a full
+/// disk) is kept for `main` to report and exit 1 on, never a panic.
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                let _ = crate::STDOUT_FAILED.set(e.to_string());
+            }
+        }
     }};
 }
+
+/// Why writing to stdout failed, if it did (set by `out!`).
+static STDOUT_FAILED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 mod cgroup;
 mod cli;
@@ -62,21 +70,25 @@ fn main() -> ExitCode {
         Some(Command::Compare { base, new, format, force }) => commands::compare(&base, &new, format.into(), force),
         Some(Command::Plot { file, output, chart }) => commands::plot(&file, &output, chart.into()),
         Some(Command::Completions { shell }) => {
-            clap_complete::generate(
-                shell,
-                &mut <Cli as clap::CommandFactory>::command(),
-                "faultscale",
-                &mut std::io::stdout(),
-            );
-            Ok(ExitCode::SUCCESS)
+            // Generated whole first: clap_complete panics on a failed write.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "faultscale", &mut script);
+            write_stdout(&script, "the completions")
         }
-        Some(Command::Man) => clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
-            .render(&mut std::io::stdout())
-            .map(|_| ExitCode::SUCCESS)
-            .map_err(Into::into),
+        Some(Command::Man) => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+                .render(&mut page)
+                .map_err(anyhow::Error::from)
+                .and_then(|_| write_stdout(&page, "the man page"))
+        }
         Some(Command::Cleanup { dry_run, cgroup_version, base, tmpdir }) => {
             commands::cleanup(dry_run, cgroup_version.into(), &base, tmpdir.as_deref())
         }
+    };
+    let result = match (result, STDOUT_FAILED.get()) {
+        (Ok(_), Some(e)) => Err(anyhow::anyhow!("writing to standard output: {e}")),
+        (result, _) => result,
     };
     match result {
         Ok(code) => code,
@@ -96,6 +108,17 @@ fn main() -> ExitCode {
             if is_users_input(&e) { ExitCode::from(2) } else { ExitCode::FAILURE }
         }
     }
+}
+
+/// `bytes` on stdout, or an error naming `what` could not be written.
+fn write_stdout(bytes: &[u8], what: &str) -> anyhow::Result<ExitCode> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(bytes)
+        .and_then(|_| stdout.flush())
+        .map_err(|e| anyhow::Error::from(e).context(format!("writing {what} to standard output")))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Whether `error` is the user's input being wrong (exit 2) rather than something that went

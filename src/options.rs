@@ -291,6 +291,15 @@ impl WorkloadMemory {
         if workload.needs_files() && !tmpdir.is_dir() {
             bail!("--tmpdir {}: not a directory; give an existing directory (e.g. /dev/shm or /tmp)", tmpdir.display());
         }
+        if workload.needs_files()
+            && let Ok(stat) = nix::sys::statfs::statfs(&tmpdir)
+            && let Some(fs) = crate::run::files::pseudo_filesystem(stat.filesystem_type().0)
+        {
+            bail!(
+                "--tmpdir {}: a {fs} pseudo filesystem, which holds no workload's files; give a directory on tmpfs, ext4 or xfs",
+                tmpdir.display()
+            );
+        }
         if let Some(problem) = workload.files_dir_problem(&tmpdir) {
             bail!("--tmpdir {} (for --workload {}): {problem}", tmpdir.display(), workload.name());
         }

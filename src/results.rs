@@ -180,7 +180,9 @@ impl RunFile {
             );
         }
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
-        if text.trim_start().starts_with('{') { Self::from_json(name, &text) } else { Self::from_csv(name, &text) }
+        // A byte-order mark (an editor's save) is no part of either format.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        if text.trim_start().starts_with('{') { Self::from_json(name, text) } else { Self::from_csv(name, text) }
     }
 
     /// One summary row: its rate and, for a placement, its overhead, its throughput ratio (the

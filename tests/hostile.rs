@@ -38,6 +38,22 @@ fn is_char_device(path: &Path) -> bool {
     std::fs::symlink_metadata(path).unwrap().file_type().is_char_device()
 }
 
+/// #24.16: listings, completions and the man page to a full device (the test's own node, like
+/// /dev/full) say so in one line and exit 1: no panic, no silent success.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_full_stdout_is_an_error_not_a_panic_nor_a_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = device_node(dir.path(), "full", 1, 7);
+    for args in [&["completions", "bash"][..], &["man"], &["env", "--base", "self"], &["profiles"]] {
+        let output = Command::new(binary()).args(args).stdout(std::fs::File::create(&full).unwrap()).output().unwrap();
+        let said = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {said}");
+        assert_eq!(said.lines().count(), 1, "{args:?}: {said}");
+        assert!(said.starts_with("faultscale: error: writing") && said.contains("No space left"), "{args:?}: {said}");
+    }
+}
+
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn outputs_keep_the_kind_of_file_they_were() {

@@ -110,6 +110,21 @@ fn compare_and_plot_leave_overran_slices_out() {
     assert!(text(&plotted.stderr).contains("1 slice(s) overran their time"), "{}", text(&plotted.stderr));
 }
 
+/// #24.16: a JSON file saved with a byte-order mark is still JSON, not "a --csv file?".
+#[test]
+fn a_json_file_with_a_byte_order_mark_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bom.json");
+    let workers = r#""run":{"workers":[{},{}]}"#;
+    let json = format!(
+        "{{\"settings\":{{\"workload\":\"anon\",\"mode\":\"process\"}},\"measurements\":[{{\"placement\":\"base\",\"faults_per_sec\":1000,{workers}}},{{\"placement\":\"child\",\"faults_per_sec\":900,\"overhead_vs_baseline\":1.1,{workers}}}]}}"
+    );
+    std::fs::write(&path, format!("\u{feff}{json}")).unwrap();
+    let out = faultscale(&["compare", path.to_str().unwrap(), path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("child"), "{}", text(&out.stdout));
+}
+
 /// #24.10: a finite but impossible rate is refused in one line by compare and plot, at once.
 #[test]
 fn figures_no_machine_produces_are_refused_at_once() {

@@ -205,6 +205,8 @@ fn bad_input_is_one_line_and_creates_nothing() {
         (&["--repeat", "0"], "--repeat"),
         // #24.12: an empty --profile-dir is no directory (it wrote into the current one).
         (&["--profile-dir", ""], "--profile-dir"),
+        // #24.16: a pseudo filesystem holds no workload's files (read-only: nothing is made).
+        (&["--workload", "file-shared", "--tmpdir", "/proc"], "--tmpdir"),
     ];
     for (args, option) in cases {
         let mut all = vec!["--duration", "0.2"];

@@ -239,8 +239,20 @@ fn relative_size(at: Origin, key: &str, s: &str, ram: u64, above: Option<&Vec<Kn
         },
     };
     // Page-aligned down, as the kernel would round it anyway.
-    Ok((((whole as f64 * percent / 100.0) as u64) & !4095, said))
+    let bytes = ((whole as f64 * percent / 100.0) as u64) & !4095;
+    // A share that leaves a memcg a few pages is a typo, not a setup: every worker would be
+    // OOM-killed at its first chunk. A share of exactly 0 is a setting (no protection).
+    if percent > 0.0 && bytes < MIN_SHARE_BYTES {
+        bail!(
+            "{at}: {key} = {s:?} is {bytes} bytes ({said}), under {} KiB; give a larger share",
+            MIN_SHARE_BYTES >> 10
+        );
+    }
+    Ok((bytes, said))
 }
+
+/// The smallest size a share may come to: 64 KiB, sixteen 4K pages.
+const MIN_SHARE_BYTES: u64 = 64 << 10;
 
 /// Loads a profile by shipped name or by path (anything with a `/` or ending in .toml).
 pub fn load(spec: &str) -> Result<Profile> {
@@ -349,6 +361,8 @@ mod tests {
             ("[[level]]\n\"memory.low\" = \"0%\"\n", "t.toml:3: memory.low: \"0\"% is not a percentage"),
             ("[[level]]\n\"memory.low\" = \"101%\"\n", "t.toml:3: memory.low: \"101\"%"),
             ("[[level]]\n\"memory.low\" = \"x%\"\n", "t.toml:3: memory.low: \"x\"%"),
+            // #24.16: a share that leaves a memcg a few pages OOM-kills every worker.
+            ("[[level]]\n\"memory.max\" = \"0.0000001%\"\n", "t.toml:3: memory.max = \"0.0000001%\" is 0 bytes"),
             ("[[level]]\n\"memory.low\" = \"-5%\"\n", "t.toml:3: memory.low: \"-5\"%"),
             ("[[level]]\n\"memory.low\" = \"50% of disk\"\n", "t.toml:3: memory.low: \"of disk\" after the %"),
         ];

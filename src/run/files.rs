@@ -53,8 +53,30 @@ pub fn filesystem_name(magic: i64) -> String {
         0x794C_7630 => "overlayfs".into(),
         0x0000_6969 => "nfs".into(),
         0x00C0_FFEE => "hostfs".into(),
-        other => format!("filesystem magic {other:#x}"),
+        other => match pseudo_filesystem(other) {
+            Some(name) => name.into(),
+            None => format!("filesystem magic {other:#x}"),
+        },
     }
+}
+
+/// The kernel's pseudo filesystems, which hold no workload's files (proc, sysfs, cgroupfs, ...).
+pub fn pseudo_filesystem(magic: i64) -> Option<&'static str> {
+    Some(match magic {
+        0x9fa0 => "proc",
+        0x6265_6572 => "sysfs",
+        0x0027_e0eb => "cgroup",
+        0x6367_7270 => "cgroup2",
+        0x6462_6720 => "debugfs",
+        0x7472_6163 => "tracefs",
+        0x7363_6673 => "securityfs",
+        0xcafe_4a11 => "bpf",
+        0x1cd1 => "devpts",
+        0x4249_4e4d => "binfmt_misc",
+        0x6e73_6673 => "nsfs",
+        0xde5e_81e4 => "efivarfs",
+        _ => return None,
+    })
 }
 
 /// Run directories in `parent` left by runs that died without removing them: named like a
