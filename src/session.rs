@@ -413,11 +413,14 @@ fn slice_warnings(report: &Report, m: &Measurement) -> Vec<Warning> {
     let name = || m.placement.name.clone();
     if m.run.overran {
         // Its CPU shares are low because it stood still, not because of other load.
-        return vec![Warning::Overran {
-            placement: name(),
-            round: m.round,
-            measured_s: m.run.elapsed_s(),
-            asked_s: report.plan.slice_duration().as_secs_f64(),
+        return vec![match report.plan.iterations {
+            Some(_) => Warning::PausedFixedWork { placement: name(), round: m.round, measured_s: m.run.elapsed_s() },
+            None => Warning::Overran {
+                placement: name(),
+                round: m.round,
+                measured_s: m.run.elapsed_s(),
+                asked_s: report.plan.slice_duration().as_secs_f64(),
+            },
         }];
     }
     let mut warnings = Vec::new();

@@ -502,6 +502,36 @@ fn ctrl_z_stops_the_workers_and_the_slice_is_flagged() {
     assert_eq!(rows[0]["overhead_vs_baseline"], "");
 }
 
+/// #24.2: Ctrl-Z during fixed work (--iterations) flags the slice: its time includes the stop.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn ctrl_z_during_fixed_work_flags_the_slice() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("fixed.csv");
+    let args =
+        ["--base", BASE, "--no-baseline", "--iterations", "3000", "--slices", "1", "--csv", csv.to_str().unwrap()];
+    let child = spawn(&args);
+    let pid = child.id();
+    wait_running(&base, pid);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(pid, libc::SIGTSTP);
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(pid, libc::SIGCONT);
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
+    let said = text(&output.stderr);
+    assert!(output.status.success(), "{said}");
+    assert!(said.contains("stopped (Ctrl-Z) during its fixed work"), "{said}");
+    assert!(
+        text(&output.stdout).contains("OVERRAN, stopped (Ctrl-Z) during its fixed work"),
+        "{}",
+        text(&output.stdout)
+    );
+    assert_eq!(read_csv(&csv)[0]["overran"], "true");
+}
+
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn degenerate_durations_and_colliding_names_are_refused_before_anything_is_created() {

@@ -295,6 +295,15 @@ fn time_notes(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummar
 fn overran_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Result<()> {
     let name_width = columns.name_width;
     for m in report.measurements.iter().filter(|m| m.run.overran) {
+        if report.plan.iterations.is_some() {
+            let name = &m.placement.name;
+            writeln!(
+                out,
+                "{name:<name_width$} slice {}: OVERRAN, stopped (Ctrl-Z) during its fixed work; not comparable",
+                m.round
+            )?;
+            continue;
+        }
         writeln!(
             out,
             "{:<name_width$} slice {}: OVERRAN, measured {:.2} s for {} asked (stopped or starved); not comparable",

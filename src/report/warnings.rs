@@ -38,6 +38,8 @@ pub enum Warning {
     NoisyCost { placement: String, unit: &'static str, cv_pct: f64, slices: usize },
     /// Workers started further apart than 10% of the sampling interval.
     StartSkew { placement: String, round: u32, skew_us: f64 },
+    /// Fixed work during which the run was stopped (Ctrl-Z): its time includes the stop.
+    PausedFixedWork { placement: String, round: u32, measured_s: f64 },
     /// A slice ran more than 10% longer than asked: stopped (Ctrl-Z) or starved.
     Overran { placement: String, round: u32, measured_s: f64, asked_s: f64 },
     /// A worker was on its CPU less than 95% of the time (or of its share of one), and the
@@ -110,6 +112,10 @@ impl fmt::Display for Warning {
             Warning::StartSkew { placement, round, skew_us } => write!(
                 f,
                 "{placement} slice {round}: workers started {skew_us:.0} us apart, over 10% of the sampling interval"
+            ),
+            Warning::PausedFixedWork { placement, round, measured_s } => write!(
+                f,
+                "{placement} slice {round}: the run was stopped (Ctrl-Z) during its fixed work, so its {measured_s:.2} s include the stop; its figures are flagged overran"
             ),
             Warning::Overran { placement, round, measured_s, asked_s } => write!(
                 f,

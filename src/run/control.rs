@@ -39,13 +39,22 @@ pub fn freeze(workers: &mut Workers, slots: &Slots) -> Result<()> {
 
 /// Ctrl-Z: the workers run in their own process group, out of the terminal's reach, so the
 /// harness stops them, stops itself, and lets them go on when it is continued. The slice then
-/// overran its time and is flagged, not silently kept.
+/// overran its time and is flagged, not silently kept; fixed work, which has no time to
+/// overrun, is flagged by `PAUSED`.
 fn pause_if_asked(workers: &Workers) {
     if signals::take_stop_request() {
+        PAUSED.store(true, std::sync::atomic::Ordering::SeqCst);
         let _ = workers.signal_all(Signal::SIGSTOP);
         let _ = nix::sys::signal::raise(Signal::SIGSTOP);
         let _ = workers.signal_all(Signal::SIGCONT);
     }
+}
+
+/// Whether the run was paused (Ctrl-Z) since the last `take_paused`.
+static PAUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn take_paused() -> bool {
+    PAUSED.swap(false, std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Sleeps until `deadline_ns` on the monotonic clock; returns early with an error when a stop

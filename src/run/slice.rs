@@ -10,7 +10,7 @@ use anyhow::{Result, anyhow, bail};
 use nix::sys::signal::Signal;
 use nix::unistd::getpid;
 
-use super::control::{check_interrupt, freeze, wait_ready, wait_until};
+use super::control::{check_interrupt, freeze, take_paused, wait_ready, wait_until};
 use super::slots::{STATE_DONE, Slots};
 use super::workers::Workers;
 use super::{KernelCountSource, Mode, Notice, PlacementRun, Progress, RunSpec, Sample, Tick, WorkerResult, signals};
@@ -98,6 +98,7 @@ pub fn measure(
     progress: &mut dyn Progress,
 ) -> Result<PlacementRun> {
     check_interrupt()?;
+    take_paused();
     let mut slice = Slice::spawn(spec, request, hierarchy)?;
     slice.ready(hierarchy)?;
     slice.open_counters(warn)?;
@@ -431,7 +432,11 @@ impl<'a> Slice<'a> {
             },
             kernel_source: self.source,
             samples,
-            overran: !fixed && (timing.stopped_ns - timing.started_ns) as f64 > 1.1 * duration_ns as f64,
+            // Fixed work has no time to overrun: a pause (Ctrl-Z) is what makes it not comparable.
+            overran: match fixed {
+                true => take_paused(),
+                false => (timing.stopped_ns - timing.started_ns) as f64 > 1.1 * duration_ns as f64,
+            },
             memcg: after.memcg.since(&before.memcg),
             psi_scope: after.psi_scope,
             profile: None,
