@@ -43,6 +43,8 @@ fn is_char_device(path: &Path) -> bool {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_full_stdout_is_an_error_not_a_panic_nor_a_success() {
+    // Serial like every test here that starts faultscale: the others count its processes.
+    let _serial = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let full = device_node(dir.path(), "full", 1, 7);
     for args in [&["completions", "bash"][..], &["man"], &["env", "--base", "self"], &["profiles"]] {
@@ -288,6 +290,8 @@ fn cleanup_judges_liveness_across_pid_namespaces() {
 
 #[test]
 fn plot_and_compare_end_at_once_on_hostile_files() {
+    // Serial: the root tests count faultscale processes to see a run start.
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let header = "run_id,workload,mode,tasks,placement,depth,cpu,faults_per_sec,ratio_vs_root\n";
     let good = dir.path().join("good.csv");
@@ -321,6 +325,8 @@ fn plot_and_compare_end_at_once_on_hostile_files() {
 
 #[test]
 fn compare_keeps_the_default_signal_behaviour() {
+    // Serial: the root tests count faultscale processes to see a run start.
+    let _serial = serial();
     // compare of a big file takes a moment; SIGTERM must end it like any tool, at once.
     let dir = tempfile::tempdir().unwrap();
     let big = dir.path().join("big.csv");
