@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 use crate::cgroup::{self, BaseSpec, Version, VersionChoice};
 use crate::compare;
@@ -289,7 +289,26 @@ pub fn plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<Exit
             run.overran
         );
     }
-    let drawn = export::plot::plot(&run, chart, Path::new(output))?;
+    // -o follows the rules of every output: a read-only file, a directory or a FIFO without a
+    // reader refused before drawing, the chart written whole or not at all.
+    let format = export::plot::format_of(Path::new(output))?;
+    let sink = Sink::open("-o", &OutputPath::File(output.into())).map_err(usage::usage)?;
+    // Drawn first in a directory of its own (made afresh, mode 0700: no link planted in /tmp
+    // can redirect it), then copied into the output.
+    let private = std::env::temp_dir().join(format!(
+        "faultscale-plot-{}-{}",
+        std::process::id(),
+        crate::measure::clock::monotonic_ns()
+    ));
+    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+        .create(&private)
+        .with_context(|| format!("making {}", private.display()))?;
+    let scratch = private.join(format!("chart.{format}"));
+    let drawn = export::plot::plot(&run, chart, &scratch);
+    let bytes = drawn.as_ref().ok().map(|_| std::fs::read(&scratch));
+    let _ = std::fs::remove_dir_all(&private);
+    let (drawn, bytes) = (drawn?, bytes.expect("drawn").with_context(|| format!("reading {}", scratch.display()))?);
+    sink.write_with(|out| Ok(out.write_all(&bytes)?))?;
     say!("faultscale: wrote {output} ({drawn:?} chart)");
     Ok(ExitCode::SUCCESS)
 }

@@ -110,6 +110,40 @@ fn compare_and_plot_leave_overran_slices_out() {
     assert!(text(&plotted.stderr).contains("1 slice(s) overran their time"), "{}", text(&plotted.stderr));
 }
 
+/// #24.15: `plot -o` follows the output rules: a read-only file is kept, a FIFO without a
+/// reader and a directory are refused at once, a symlink's target is written.
+#[test]
+fn plot_output_follows_the_rules_of_every_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.csv");
+    write_run(&run, "6.1.0", [1000.0, 1010.0, 990.0], [900.0, 905.0, 895.0]);
+    let plot = |output: &std::path::Path| faultscale(&["plot", run.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+    let read_only = dir.path().join("kept.svg");
+    std::fs::write(&read_only, "OLD").unwrap();
+    std::fs::set_permissions(&read_only, std::os::unix::fs::PermissionsExt::from_mode(0o444)).unwrap();
+    let out = plot(&read_only);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&read_only).unwrap(), "OLD");
+    let fifo = dir.path().join("fifo.svg");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o644) }, 0);
+    let started = std::time::Instant::now();
+    let out = plot(&fifo);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "blocked on the FIFO");
+    let sub = dir.path().join("sub.svg");
+    std::fs::create_dir(&sub).unwrap();
+    assert_eq!(plot(&sub).status.code(), Some(2));
+    let target = dir.path().join("target.svg");
+    std::os::unix::fs::symlink("target.svg", dir.path().join("link.svg")).unwrap();
+    let out = plot(&dir.path().join("link.svg"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read_to_string(&target).unwrap().starts_with("<svg"));
+    assert!(std::fs::symlink_metadata(dir.path().join("link.svg")).unwrap().file_type().is_symlink());
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(leftovers.len(), 6, "no temporary files: {leftovers:?}");
+}
+
 /// #24.16: a JSON file saved with a byte-order mark is still JSON, not "a --csv file?".
 #[test]
 fn a_json_file_with_a_byte_order_mark_is_read() {

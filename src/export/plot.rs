@@ -95,10 +95,19 @@ fn series(file: &RunFile, chart: Chart, per_task: bool) -> BTreeMap<String, Vec<
         .collect()
 }
 
+/// The chart format `output` names: `svg` or `png`, else an error naming it.
+pub fn format_of(output: &Path) -> Result<String> {
+    let extension = output.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    match extension.as_str() {
+        "svg" | "png" => Ok(extension),
+        _ => bail!("-o {}: give a file ending in .svg or .png", output.display()),
+    }
+}
+
 pub fn plot(file: &RunFile, chart: Chart, output: &Path) -> Result<Chart> {
     register_font()?;
     let chart = pick(file, chart);
-    let extension = output.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let extension = format_of(output)?;
     let size = (960, 600);
     match extension.as_str() {
         "svg" => draw(SVGBackend::new(output, size).into_drawing_area(), file, chart)?,
