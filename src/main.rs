@@ -17,14 +17,11 @@ macro_rules! out {
         use std::io::Write as _;
         if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
             if e.kind() != std::io::ErrorKind::BrokenPipe {
-                let _ = crate::STDOUT_FAILED.set(e.to_string());
+                let _ = crate::output::STDOUT_FAILED.set(e.to_string());
             }
         }
     }};
 }
-
-/// Why writing to stdout failed, if it did (set by `out!`).
-static STDOUT_FAILED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 mod cgroup;
 mod cli;
@@ -86,7 +83,7 @@ fn main() -> ExitCode {
             commands::cleanup(dry_run, cgroup_version.into(), &base, tmpdir.as_deref())
         }
     };
-    let result = match (result, STDOUT_FAILED.get()) {
+    let result = match (result, output::STDOUT_FAILED.get()) {
         (Ok(_), Some(e)) => Err(anyhow::anyhow!("writing to standard output: {e}")),
         (result, _) => result,
     };

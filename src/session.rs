@@ -75,6 +75,8 @@ impl Session {
             &plan.cpus,
             allowed_cpus,
         );
+        // Named before looking for other runs' harnesses, so another run can see this one.
+        run::set_process_name(run::HARNESS_NAME);
         let mut warnings = setup_warnings(&plan, &tree, &leaves, &hierarchy);
         let files = plan
             .workload
@@ -143,7 +145,6 @@ fn with_baseline_named(plan: &Plan, hierarchy: &Hierarchy, base: &std::path::Pat
 fn setup_warnings(plan: &Plan, tree: &Tree, leaves: &[Leaf], hierarchy: &Hierarchy) -> Vec<Warning> {
     let mut warnings: Vec<Warning> =
         tree.changed_outside().map(|control| Warning::MemoryEnabled { control }).into_iter().collect();
-    run::set_process_name(run::HARNESS_NAME);
     warnings.extend(others_named(run::HARNESS_NAME).into_iter().map(|pid| Warning::OtherRun { pid }));
     // A baseline in the base itself shares its memcg with every process there.
     if let Some(index) = plan.placements.iter().position(|p| p.is_root()) {

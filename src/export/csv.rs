@@ -64,6 +64,7 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row> {
 fn summary_row(report: &Report, m: &Measurement, workload: &str, mode: &str) -> Row {
     let env = &report.env;
     let tasks = m.run.workers.len();
+    let time = m.time_split();
     Row {
         run_id: env.run_id.clone(),
         started_at: env.started_at.clone(),
@@ -115,10 +116,10 @@ fn summary_row(report: &Report, m: &Measurement, workload: &str, mode: &str) -> 
         knobs: knobs_of(report, m),
         iterations_per_task: report.plan.iterations,
         cpu_ns_per_fault: m.cpu_ns_per_fault().map(round6),
-        on_cpu_s: m.time_split().map(|t| round6(t.on_cpu_s)),
-        wait_s: m.time_split().map(|t| round6(t.wait_s)),
-        blocked_s: m.time_split().map(|t| round6(t.blocked_s)),
-        steal_s: m.time_split().and_then(|t| t.steal_s).map(round6),
+        on_cpu_s: time.map(|t| round6(t.on_cpu_s)),
+        wait_s: time.map(|t| round6(t.wait_s)),
+        blocked_s: time.map(|t| round6(t.blocked_s)),
+        steal_s: time.and_then(|t| t.steal_s).map(round6),
         throughput_vs_baseline: report.throughput_vs_baseline(m).map(round6),
     }
 }

@@ -14,6 +14,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
         .measurements
         .iter()
         .map(|m| {
+            let time = m.time_split();
             json!({
                 "placement": m.placement.name,
                 "depth": m.placement.depth,
@@ -26,10 +27,10 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
                 "overhead_vs_baseline": report.overhead_vs_baseline(m),
                 "throughput_vs_baseline": report.throughput_vs_baseline(m),
                 "cpu_ns_per_fault": m.cpu_ns_per_fault(),
-                "on_cpu_s": m.time_split().map(|t| t.on_cpu_s),
-                "wait_s": m.time_split().map(|t| t.wait_s),
-                "blocked_s": m.time_split().map(|t| t.blocked_s),
-                "steal_s": m.time_split().and_then(|t| t.steal_s),
+                "on_cpu_s": time.map(|t| t.on_cpu_s),
+                "wait_s": time.map(|t| t.wait_s),
+                "blocked_s": time.map(|t| t.blocked_s),
+                "steal_s": time.and_then(|t| t.steal_s),
                 "memcg_ns_per_fault": crate::report::Report::memcg_ns_per_fault(m),
                 "ns_per_fault": m.ns_per_fault(),
                 "run": run_with_memcg(m),

@@ -104,7 +104,7 @@ pub fn measure(
     slice.open_counters(warn)?;
     // Without warmup the first snapshot is read before the release, while the workers are still
     // parked, so the harness does nothing on a measured CPU right after it.
-    let mut before = slice.snapshot_parked();
+    let mut before = slice.snapshot_before(false);
     check_interrupt()?;
     let mut timing = slice.release(&mut before)?;
     let samples = slice.sample(&timing, &before, progress)?;
@@ -207,8 +207,14 @@ impl<'a> Slice<'a> {
     }
 
     /// The snapshot read at both ends; `perf` is read by the caller, which decides what a
-    /// failed read means at its end.
-    fn snapshot(&self, minflt: Vec<u64>, perf: Vec<PerfReading>, tasks: Vec<Option<ProcStat>>) -> Snapshot {
+    /// failed read means at its end. Parked workers' minor faults are those each recorded at
+    /// ready; frozen workers' are read from /proc (threads have no rusage of their own).
+    fn snapshot(&self, perf: Vec<PerfReading>, frozen: bool) -> Snapshot {
+        let tasks = if frozen { self.task_stats() } else { Vec::new() };
+        let minflt = match frozen {
+            true => tasks.iter().map(|t| t.as_ref().map(|t| t.minflt).unwrap_or(0)).collect(),
+            false => (0..self.count()).map(|i| self.slots.get(i).ready_minflt.load(Ordering::Relaxed)).collect(),
+        };
         let dirs = self.memcg_dirs();
         let (memcg, psi_scope) = memcg::counters_over(&self.request.leaf.fs_path, &dirs);
         Snapshot {
@@ -230,11 +236,11 @@ impl<'a> Slice<'a> {
         }
     }
 
-    /// The first snapshot, of parked workers: their minor faults as each recorded them at ready.
-    fn snapshot_parked(&mut self) -> Snapshot {
-        let minflt = (0..self.count()).map(|i| self.slots.get(i).ready_minflt.load(Ordering::Relaxed)).collect();
+    /// The first snapshot, of parked workers (or, after warmup, frozen ones); a perf counter
+    /// that cannot be read yet counts from zero.
+    fn snapshot_before(&mut self, frozen: bool) -> Snapshot {
         let perf = self.perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
-        self.snapshot(minflt, perf, Vec::new())
+        self.snapshot(perf, frozen)
     }
 
     /// A snapshot of frozen workers; at the end a perf counter that cannot be read fails the slice.
@@ -245,10 +251,7 @@ impl<'a> Slice<'a> {
             .map(|p| p.read())
             .collect::<std::io::Result<_>>()
             .map_err(|e| anyhow!("reading perf counters: {e}"))?;
-        // Threads have no rusage of their own at reaping; read each while it is frozen.
-        let tasks = self.task_stats();
-        let minflt = tasks.iter().map(|t| t.as_ref().map(|t| t.minflt).unwrap_or(0)).collect();
-        Ok(self.snapshot(minflt, perf, tasks))
+        Ok(self.snapshot(perf, true))
     }
 
     /// Sampling covers the measured span only: from the release, or from the end of warmup.
@@ -269,10 +272,7 @@ impl<'a> Slice<'a> {
         if warmup_ns > 0 {
             wait_until(released_ns + warmup_ns, &mut self.workers, &self.slots)?;
             freeze(&mut self.workers, &self.slots)?;
-            let perf = self.perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
-            let frozen = self.snapshot(Vec::new(), perf, self.task_stats());
-            let minflt = frozen.tasks.iter().map(|t| t.as_ref().map(|t| t.minflt).unwrap_or(0)).collect();
-            *before = Snapshot { minflt, tasks: Vec::new(), psi_scope: None, ..frozen };
+            *before = self.snapshot_before(true);
             self.enable_sampling()?;
             started_ns = monotonic_ns();
             self.workers.signal_all(Signal::SIGCONT)?;
