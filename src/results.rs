@@ -325,7 +325,9 @@ impl RunFile {
             (value, _) => Some(number("overhead_vs_baseline", value)?),
         };
         let k = key(workload, mode, tasks, placement);
-        if let Some(value) = m["memcg_ns_per_fault"].as_f64() {
+        // Checked as the CSV's is: finite, not negative, within what a machine measures.
+        if !m["memcg_ns_per_fault"].is_null() {
+            let value = number("memcg_ns_per_fault", &m["memcg_ns_per_fault"])?;
             self.memcg_ns.entry(k.clone()).or_default().push(value);
         }
         let row_settings = self.settings.entry(k.clone()).or_default();
@@ -383,6 +385,8 @@ mod tests {
         }
         let json = r#"{"settings":{"workload":"anon"},"measurements":[{"placement":"root","faults_per_sec":-1,"run":{"workers":[{}]}}]}"#;
         assert!(RunFile::from_json("x.json".into(), json).unwrap_err().to_string().contains("faults_per_sec"));
+        let json = r#"{"settings":{"workload":"anon"},"measurements":[{"placement":"root","faults_per_sec":1,"memcg_ns_per_fault":-1e308,"run":{"workers":[{}]}}]}"#;
+        assert!(RunFile::from_json("x.json".into(), json).unwrap_err().to_string().contains("memcg_ns_per_fault"));
     }
 
     #[test]

@@ -416,7 +416,7 @@ fn signals_ignored_at_start_stay_ignored() {
 fn every_catchable_terminating_signal_cleans_up() {
     let _serial = needs_root();
     let base = runs_dir();
-    for sig in [libc::SIGQUIT, libc::SIGUSR2, libc::SIGALRM, libc::SIGRTMIN() + 3] {
+    for sig in [libc::SIGQUIT, libc::SIGUSR2, libc::SIGALRM, libc::SIGSTKFLT, libc::SIGABRT, libc::SIGRTMIN() + 3] {
         let dir = tempfile::tempdir().unwrap();
         let csv = dir.path().join("out.csv");
         let child = spawn(&[

@@ -29,8 +29,13 @@ extern "C" fn note_stop(_: libc::c_int) {
 
 /// Signals whose default action ends the process and that arrive from outside (kill, the
 /// terminal, timers). Faults (SIGSEGV, SIGBUS, ...) are not: they mean a bug, not a request.
-/// SIGPIPE stays ignored (Rust's default): a closed pipe is an error to handle where it occurs.
-const TERMINATING: [Signal; 12] = [
+/// SIGABRT is caught too: `kill -ABRT` is a request like any, and a real abort() dies anyway
+/// (abort restores the default action and raises again when a handler returns). SIGPIPE stays
+/// ignored (Rust's default): a closed pipe is an error to handle where it occurs. Signals 32
+/// and 33 are glibc's own (thread cancellation, setxid) and cannot be caught through it.
+const TERMINATING: [Signal; 14] = [
+    Signal::SIGABRT,
+    Signal::SIGSTKFLT,
     Signal::SIGINT,
     Signal::SIGTERM,
     Signal::SIGHUP,
