@@ -53,10 +53,17 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
         say!("faultscale: warning: {warning}");
     }
     if !options.quiet {
-        print_table(options, &report);
+        print_table(options, &report, outputs.share_stdout());
     }
     let rewritten = outputs.checkpointed.iter().any(|&c| c);
     let write_failed = !outputs.write(&report);
+    if report.interrupted.is_none()
+        && let Some(signal) = run::signals::received()
+    {
+        // After the measuring: the outputs are as said above, each written whole or named.
+        say!("faultscale: {} while writing the results", Interrupted(signal));
+        return Ok(ExitCode::from(128 + signal as u8));
+    }
     Ok(exit_status(&report, write_failed, rewritten))
 }
 
@@ -79,7 +86,7 @@ impl Outputs {
         let open = |option: &str, path: &Option<OutputPath>| {
             path.as_ref().map(|p| Sink::open(option, p)).transpose().map_err(usage::usage)
         };
-        let outputs = Outputs {
+        let mut outputs = Outputs {
             csv: open("--csv", &options.csv)?,
             json: open("--json", &options.json)?,
             samples: open("--samples-csv", &options.samples_csv)?,
@@ -89,10 +96,15 @@ impl Outputs {
             checkpointed: [false; 3],
         };
         Sink::check_distinct(
-            &[&outputs.csv, &outputs.json, &outputs.samples].into_iter().flatten().collect::<Vec<_>>(),
+            &mut [&mut outputs.csv, &mut outputs.json, &mut outputs.samples].into_iter().flatten().collect::<Vec<_>>(),
         )
         .map_err(usage::usage)?;
         Ok(outputs)
+    }
+
+    /// Whether an output writes to standard output (`-`, /dev/stdout, the same terminal).
+    fn share_stdout(&self) -> bool {
+        [&self.csv, &self.json, &self.samples].into_iter().flatten().any(|sink| sink.shares_stdout())
     }
 
     /// Every file rewritten with the report so far; a file that cannot be is written at the end.
@@ -150,11 +162,9 @@ impl Outputs {
     }
 }
 
-/// The table, on stdout; with an output on stdout (-) on stderr, so stdout stays parseable. A
-/// table nobody reads (`| true`) is no reason to lose the files.
-fn print_table(options: &RunOptions, report: &Report) {
-    let stdout_taken =
-        [&options.csv, &options.json, &options.samples_csv].iter().any(|o| matches!(o, Some(OutputPath::Stdout)));
+/// The table, on stdout; with an output on stdout (-, /dev/stdout) on stderr, so stdout stays
+/// parseable. A table nobody reads (`| true`) is no reason to lose the files.
+fn print_table(options: &RunOptions, report: &Report, stdout_taken: bool) {
     let printed = if stdout_taken {
         export::table::write(&mut std::io::stderr(), report)
     } else {

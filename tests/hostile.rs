@@ -114,9 +114,17 @@ fn bad_outputs_are_refused_before_anything_runs() {
     let slash = format!("{}/", dir.path().join("sub").display());
     let fifo = dir.path().join("lonely");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    // #24.11: one new file spelled two ways, through `..` and through a symlinked directory.
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::os::unix::fs::symlink("sub", dir.path().join("link")).unwrap();
+    let (up, linked) = (dir.path().join("sub/../same"), dir.path().join("link/n.csv"));
+    let plain = dir.path().join("sub/n.csv");
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--csv", same.to_str().unwrap(), "--json", same.to_str().unwrap()], "name the same file"),
         (vec!["--csv", same.to_str().unwrap(), "--samples-csv", alias.to_str().unwrap()], "name the same file"),
+        (vec!["--csv", same.to_str().unwrap(), "--json", up.to_str().unwrap()], "name the same file"),
+        (vec!["--csv", plain.to_str().unwrap(), "--samples-csv", linked.to_str().unwrap()], "name the same file"),
+        (vec!["--csv", "-", "--json", "/dev/stdout"], "--csv - and --json /dev/stdout name the same file"),
         (vec!["--csv", &slash], "ends in /"),
         (vec!["--json", dir.path().to_str().unwrap()], "is a directory"),
         (vec!["--csv", read_only.to_str().unwrap()], "read-only"),
@@ -134,7 +142,95 @@ fn bad_outputs_are_refused_before_anything_runs() {
         assert!(started.elapsed() < Duration::from_secs(5), "{extra:?} ran before refusing");
     }
     assert_eq!(std::fs::read_to_string(&read_only).unwrap(), "keep");
-    assert!(!same.exists());
+    assert!(!same.exists() && !plain.exists());
+}
+
+/// #24.11: `--json /dev/stdout` is stdout by another name: the table goes to stderr, as with
+/// `--json -`, and stdout holds the JSON alone.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn stdout_by_another_name_holds_only_its_output() {
+    let _serial = needs_root();
+    let (_, output) = run_clean(&runs_dir(), &args(&["--json", "/dev/stdout"]));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON alone ({e}): {}", text(&output.stdout)));
+    assert_eq!(document["measurements"].as_array().unwrap().len(), 2);
+    assert!(text(&output.stderr).contains("base/child overhead"), "the table went to stderr");
+}
+
+/// #24.8: a second run naming the output a live run writes is refused at once; the first
+/// run's results are kept whole.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn two_runs_on_one_output_are_refused_not_lost() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.csv");
+    let first = spawn(&["--base", BASE, "--duration", "2", "--cgroup", "child", "--csv", out.to_str().unwrap()]);
+    let first_pid = first.id();
+    wait_running(&base, first_pid);
+    let spelled_otherwise = format!("{}/./out.csv", dir.path().display());
+    let started = Instant::now();
+    let (_, second) = run(&["--base", BASE, "--duration", "30", "--csv", &spelled_otherwise]);
+    let said = text(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{said}");
+    assert!(said.contains("another faultscale run is writing this file") && said.lines().count() == 1, "{said}");
+    assert!(started.elapsed() < Duration::from_secs(5), "the second run measured before refusing");
+    let first = first.wait_with_output().unwrap();
+    assert_nothing_left(&base, first_pid);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let rows = read_csv(&out);
+    assert_eq!(rows.len(), 4, "base and child, 2 slices each");
+    assert!(rows.iter().all(|row| row["run_complete"] == "true"), "{rows:?}");
+}
+
+/// Whether process `pid` sleeps in a pipe write (its reader is not reading).
+fn blocked_in_pipe_write(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/wchan")).is_ok_and(|wchan| wchan.contains("pipe_write"))
+}
+
+/// #24.4: an output whose reader stopped reading (a FIFO held open, a pipe on stdout) holds
+/// the run only until a stop signal: SIGTERM or SIGINT ends the write, names the output and
+/// exits 128+signal.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_stalled_reader_yields_to_a_stop_signal() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    // A reader that never reads: opened, held, never read from.
+    let _reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+    // 10 ms samples over 2 s: a JSON larger than a pipe's 64 KiB.
+    let quick = ["--base", BASE, "--duration", "2", "--interval", "0.01", "--cgroup", "child", "--json"];
+    for (target, stop, option) in [(fifo.to_str().unwrap(), libc::SIGTERM, "--json "), ("-", libc::SIGINT, "--json -")] {
+        let mut all = quick.to_vec();
+        all.push(target);
+        let child = spawn(&all);
+        let pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !blocked_in_pipe_write(pid) {
+            assert!(Instant::now() < deadline, "{target}: the run never blocked on its reader");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        signal(pid, stop);
+        // Still not reading: the run must end by itself (reading now could finish the write).
+        let mut child = child;
+        let stopped = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            assert!(stopped.elapsed() < Duration::from_secs(5), "{target}: still running 5 s after the signal");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().unwrap();
+        assert_nothing_left(&base, pid);
+        let said = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(128 + stop), "{target}: {said}");
+        assert!(said.contains(&format!("writing {option}")) && said.contains("stopped by SIG"), "{said}");
+    }
 }
 
 #[test]

@@ -9,6 +9,11 @@
 //!   streams: written directly, never replaced.
 //! - A directory, a trailing slash, a block device, a socket, a read-only file and a FIFO
 //!   without a reader are refused with the reason.
+//! - Two outputs naming one place are refused, however they are spelled (`..`, a symlinked
+//!   directory, `-` and /dev/stdout); so is a file another live faultscale run is writing
+//!   (a byte-range lock on its directory, see `claim`).
+//! - A stream whose reader stops reading cannot hold the run forever: a stop signal (SIGINT,
+//!   SIGTERM, SIGHUP, ...) ends the write with an error naming the output.
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
@@ -21,6 +26,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 
 use super::OutputPath;
+use crate::run::signals;
 
 /// Symlink hops followed before giving up (the kernel's own limit is 40).
 const MAX_LINKS: usize = 40;
@@ -127,23 +133,53 @@ fn resolve(option: &str, text: &str) -> Result<Resolved> {
     Err(bad(format!("more than {MAX_LINKS} symbolic links; give the file itself")))
 }
 
-/// What makes two outputs the same place: the file (device, inode), or a new file's name.
+/// What makes two outputs the same place: the file or stream (device, inode), or a new
+/// file's name in its directory with every `..` and symlink of the directory resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Identity {
     Inode(u64, u64),
     NewFile(PathBuf),
-    Descriptor(u64, u64),
+}
+
+/// The place `path` names, for a file about to be replaced or created there.
+fn file_identity(path: &Path) -> Identity {
+    if let Ok(stat) = std::fs::metadata(path) {
+        return Identity::Inode(stat.dev(), stat.ino());
+    }
+    Identity::NewFile(canonical_place(path))
+}
+
+/// `path` with its directory canonicalized (the file itself may not exist yet).
+fn canonical_place(path: &Path) -> PathBuf {
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    let parent = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
+    match path.file_name() {
+        Some(name) => parent.join(name),
+        None => parent,
+    }
+}
+
+/// Standard output's (device, inode), to tell an output that writes there by another name.
+fn stdout_identity() -> Option<Identity> {
+    // SAFETY: fstat into a zeroed buffer of the right type.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        (libc::fstat(1, &mut stat) == 0).then(|| Identity::Inode(stat.st_dev, stat.st_ino))
+    }
 }
 
 /// An output opened before the run: it cannot fail later for a reason known now.
 pub struct Sink {
-    option: String,
+    /// How the user named it, for messages: `--csv out.csv`, `--json -`.
+    label: String,
     identity: Option<Identity>,
     target: Target,
+    /// For a file replaced whole: the lock on its directory that tells other runs this name is
+    /// taken (`claim`), held until the run ends.
+    claim: Option<File>,
 }
 
 enum Target {
-    Stdout,
     Stream(File),
     Replace(Pending),
 }
@@ -160,12 +196,18 @@ struct Pending {
 impl Sink {
     pub fn open(option: &str, output: &OutputPath) -> Result<Self> {
         let text = match output {
-            OutputPath::Stdout => {
-                return Ok(Sink { option: option.into(), identity: None, target: Target::Stdout });
-            }
+            OutputPath::Stdout => "-".to_string(),
             OutputPath::File(path) => path.to_string_lossy().into_owned(),
         };
-        let (identity, target) = match resolve(option, &text)? {
+        let resolved = match output {
+            OutputPath::Stdout => Resolved::Descriptor(1),
+            OutputPath::File(_) => resolve(option, &text)?,
+        };
+        let stream = |file: File| -> Result<(Option<Identity>, Target)> {
+            let stat = file.metadata().with_context(|| format!("{option} {text}"))?;
+            Ok((Some(Identity::Inode(stat.dev(), stat.ino())), Target::Stream(file)))
+        };
+        let (identity, target) = match resolved {
             Resolved::Descriptor(fd) => {
                 // SAFETY: dup of a descriptor number; a bad one is an error, not UB.
                 let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
@@ -173,34 +215,36 @@ impl Sink {
                     bail!("{option} {text}: descriptor {fd} is not open: {}", std::io::Error::last_os_error());
                 }
                 // SAFETY: a fresh descriptor we own.
-                let file = unsafe { File::from_raw_fd(copy) };
-                let stat = file.metadata().with_context(|| format!("{option} {text}"))?;
-                (Identity::Descriptor(stat.dev(), stat.ino()), Target::Stream(file))
+                stream(unsafe { File::from_raw_fd(copy) })?
             }
-            Resolved::Stream(path) => {
-                let file = open_stream(&path).map_err(|e| anyhow!("{option} {text}: {e}"))?;
-                let stat = file.metadata().with_context(|| format!("{option} {text}"))?;
-                (Identity::Inode(stat.dev(), stat.ino()), Target::Stream(file))
-            }
+            Resolved::Stream(path) => stream(open_stream(&path).map_err(|e| anyhow!("{option} {text}: {e}"))?)?,
             Resolved::File(path) => {
-                let identity = match std::fs::metadata(&path) {
-                    Ok(stat) => Identity::Inode(stat.dev(), stat.ino()),
-                    Err(_) => Identity::NewFile(path.clone()),
-                };
                 let pending = Pending::create(&path).map_err(|e| anyhow!("{option} {text}: {e}"))?;
-                (identity, Target::Replace(pending))
+                (Some(file_identity(&path)), Target::Replace(pending))
             }
         };
-        Ok(Sink { option: option.into(), identity: Some(identity), target })
+        Ok(Sink { label: format!("{option} {text}"), identity, target, claim: None })
     }
 
-    /// Refuses two outputs that name one place: one would overwrite the other.
-    pub fn check_distinct(sinks: &[&Sink]) -> Result<()> {
+    /// Whether this output writes to standard output, by `-` or by another name for it
+    /// (/dev/stdout, the terminal's own device, the FIFO stdout is): the table must go elsewhere.
+    pub fn shares_stdout(&self) -> bool {
+        self.identity.is_some() && self.identity == stdout_identity()
+    }
+
+    /// Refuses two outputs that name one place: one would overwrite the other. Then claims
+    /// each file for this run, refusing one that another live run is writing.
+    pub fn check_distinct(sinks: &mut [&mut Sink]) -> Result<()> {
         for (i, a) in sinks.iter().enumerate() {
             for b in &sinks[i + 1..] {
                 if a.identity.is_some() && a.identity == b.identity {
-                    bail!("{} and {} name the same file; give each output its own", a.option, b.option);
+                    bail!("{} and {} name the same file; give each output its own", a.label, b.label);
                 }
+            }
+        }
+        for sink in sinks.iter_mut() {
+            if let Target::Replace(pending) = &sink.target {
+                sink.claim = claim(&pending.destination).map_err(|e| anyhow!("{}: {e}", sink.label))?;
             }
         }
         Ok(())
@@ -211,31 +255,110 @@ impl Sink {
     /// cannot be rewritten and gets its content once, at the end.
     pub fn checkpoint(&mut self, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
         let Target::Replace(last) = &self.target else { return Ok(()) };
-        let mut pending = Pending::create(&last.destination).with_context(|| format!("writing {}", self.option))?;
-        write(&mut pending.file).with_context(|| format!("writing {}", self.option))?;
-        pending.commit().with_context(|| format!("writing {}", self.option))
+        let mut pending = Pending::create(&last.destination).with_context(|| format!("writing {}", self.label))?;
+        write(&mut pending.file).with_context(|| format!("writing {}", self.label))?;
+        pending.commit().with_context(|| format!("writing {}", self.label))
     }
 
     pub fn write_with(self, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
-        let option = self.option;
+        let label = self.label;
         match self.target {
-            Target::Stdout => {
-                let stdout = std::io::stdout();
-                let mut lock = stdout.lock();
-                write(&mut lock)?;
-                lock.flush()?;
-            }
-            Target::Stream(mut file) => {
-                write(&mut file).with_context(|| format!("writing {option}"))?;
-                file.flush()?;
+            Target::Stream(file) => {
+                let mut stream = std::io::BufWriter::new(Interruptible::new(file));
+                write(&mut stream).and_then(|()| Ok(stream.flush()?)).with_context(|| format!("writing {label}"))?;
             }
             Target::Replace(mut pending) => {
-                write(&mut pending.file).with_context(|| format!("writing {option}"))?;
-                pending.commit().with_context(|| format!("writing {option}"))?;
+                write(&mut pending.file).with_context(|| format!("writing {label}"))?;
+                pending.commit().with_context(|| format!("writing {label}"))?;
             }
         }
         Ok(())
     }
+}
+
+/// A stream's writes, ended by a stop signal (one delivered after they began), also while the
+/// reader is not reading: the run's signal handlers are installed without SA_RESTART, so a
+/// blocked write returns EINTR, where std's write_all would retry forever.
+struct Interruptible {
+    file: File,
+    signals_before: u32,
+    /// Set once a signal ended a write: every later write fails at once, so the buffers that
+    /// flush when dropped (BufWriter's, the CSV writer's) cannot block again.
+    stopped: Option<String>,
+}
+
+impl Interruptible {
+    fn new(file: File) -> Self {
+        Interruptible { file, signals_before: signals::delivered(), stopped: None }
+    }
+}
+
+impl Write for Interruptible {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        loop {
+            // Checked before every write too: a signal that lands after part of a write has
+            // gone through returns that part, not EINTR, and the next write would block again.
+            if self.stopped.is_none() && signals::delivered() != self.signals_before {
+                let signal = signals::received().map(crate::run::signal_name).unwrap_or("a signal".into());
+                self.stopped = Some(format!("stopped by {signal} while writing; what the reader got is incomplete"));
+            }
+            if let Some(why) = &self.stopped {
+                return Err(std::io::Error::other(why.clone()));
+            }
+            match self.file.write(bytes) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// Marks `destination`'s name as this run's output until the returned lock closes: a shared
+/// byte-range lock (an open-file-description lock, released by the kernel when the run dies,
+/// SIGKILL included) on its directory, at an offset made from the name, so no file is left
+/// behind. A run that finds another's lock at that offset refuses the name: both would
+/// write the file and the one finishing last would silently keep only its results. Where
+/// the filesystem has no such locks (NFS), nothing is claimed.
+fn claim(destination: &Path) -> Result<Option<File>> {
+    let place = canonical_place(destination);
+    let (Some(dir), Some(name)) = (place.parent(), place.file_name()) else { return Ok(None) };
+    let Ok(dir) = File::open(dir) else { return Ok(None) };
+    let offset = name_offset(name.as_bytes());
+    let mut lock = byte_lock(libc::F_RDLCK, offset);
+    // SAFETY: fcntl with a valid flock record on a descriptor we own.
+    if unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_OFD_SETLK, &mut lock) } != 0 {
+        return Ok(None);
+    }
+    let mut probe = byte_lock(libc::F_WRLCK, offset);
+    // SAFETY: as above; GETLK only fills in the record.
+    let probed = unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_OFD_GETLK, &mut probe) } == 0;
+    if probed && probe.l_type != libc::F_UNLCK as libc::c_short {
+        bail!(
+            "another faultscale run is writing this file now, and the one to finish last would replace the other's results; give this run another name, or wait for that one to end"
+        );
+    }
+    Ok(Some(dir))
+}
+
+fn byte_lock(kind: libc::c_int, offset: i64) -> libc::flock {
+    // SAFETY: flock is plain data; zero is a valid start for every field.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = kind as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = offset;
+    lock.l_len = 1;
+    lock
+}
+
+/// A stable offset for a file name (64-bit FNV-1a, below i64::MAX): the same in every run and
+/// every version, so two faultscale builds see each other's claims.
+fn name_offset(name: &[u8]) -> i64 {
+    let hash = name.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3));
+    (hash % (i64::MAX as u64 - 1)) as i64
 }
 
 /// Opens a FIFO or device for writing without creating or truncating anything. A FIFO with
@@ -408,18 +531,44 @@ mod tests {
     }
 
     #[test]
-    fn two_outputs_on_one_file_are_refused_even_through_links() {
+    fn two_outputs_on_one_file_are_refused_however_spelled() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.csv");
         std::fs::write(&path, "").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
         std::os::unix::fs::symlink(&path, dir.path().join("alias.csv")).unwrap();
-        let a = open(&path).unwrap();
-        let b = Sink::open("--json", &OutputPath::File(dir.path().join("alias.csv"))).unwrap();
-        let err = Sink::check_distinct(&[&a, &b]).unwrap_err().to_string();
-        assert!(err.contains("--csv and --json name the same file"), "{err}");
-        let fresh_a = open(&dir.path().join("new.csv")).unwrap();
-        let fresh_b = Sink::open("--json", &OutputPath::File(dir.path().join("./new.csv"))).unwrap();
-        assert!(Sink::check_distinct(&[&fresh_a, &fresh_b]).is_err());
+        std::os::unix::fs::symlink("sub", dir.path().join("link")).unwrap();
+        let json = |path: PathBuf| Sink::open("--json", &OutputPath::File(path)).unwrap();
+        for (a, b) in [
+            (path.clone(), dir.path().join("alias.csv")),
+            (dir.path().join("new.csv"), dir.path().join("./new.csv")),
+            (dir.path().join("new.csv"), dir.path().join("sub/../new.csv")),
+            (dir.path().join("sub/n.csv"), dir.path().join("link/n.csv")),
+        ] {
+            let (mut first, mut second) = (open(&a).unwrap(), json(b.clone()));
+            let err = Sink::check_distinct(&mut [&mut first, &mut second]).err().map(|e| e.to_string());
+            let err = err.unwrap_or_else(|| panic!("{} and {} accepted", a.display(), b.display()));
+            assert!(err.contains("name the same file") && err.contains(&b.display().to_string()), "{err}");
+        }
+        let (mut first, mut second) = (open(&dir.path().join("sub/n.csv")).unwrap(), json(dir.path().join("n.csv")));
+        Sink::check_distinct(&mut [&mut first, &mut second]).unwrap();
+    }
+
+    #[test]
+    fn a_file_another_run_writes_is_refused_until_that_run_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.csv");
+        let mut running = open(&path).unwrap();
+        Sink::check_distinct(&mut [&mut running]).unwrap();
+        // A second run's claim is another open file description: the same as another process.
+        let mut second = open(&path).unwrap();
+        let err = Sink::check_distinct(&mut [&mut second]).unwrap_err().to_string();
+        assert!(err.contains("another faultscale run is writing this file"), "{err}");
+        let mut other_name = open(&dir.path().join("other.csv")).unwrap();
+        Sink::check_distinct(&mut [&mut other_name]).unwrap();
+        drop(running);
+        let mut third = open(&path).unwrap();
+        Sink::check_distinct(&mut [&mut third]).unwrap();
     }
 
     #[test]

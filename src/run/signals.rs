@@ -6,17 +6,21 @@
 //!
 //! Only a run installs these; `compare`, `plot` and the listings keep the default behaviour.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, sigaction, sigprocmask};
 
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
+/// Every terminating signal counts, the first and those after it: a write that blocks after
+/// the run was stopped is still ended by the next one.
+static DELIVERED: AtomicU32 = AtomicU32::new(0);
 static CHILD_CHANGED: AtomicBool = AtomicBool::new(false);
 static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn note_signal(signal: libc::c_int) {
     // Keep the first signal: it decides the exit code.
     let _ = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+    DELIVERED.fetch_add(1, Ordering::SeqCst);
 }
 
 extern "C" fn note_child(_: libc::c_int) {
@@ -139,6 +143,11 @@ pub fn reset_in_worker() {
     for signal in realtime_signals() {
         set_raw(signal, if was_ignored(signal) { libc::SIG_IGN } else { libc::SIG_DFL });
     }
+}
+
+/// How many terminating signals arrived so far.
+pub fn delivered() -> u32 {
+    DELIVERED.load(Ordering::SeqCst)
 }
 
 /// The first terminating signal received, if any.
