@@ -164,22 +164,37 @@ fn unreadable(
     }
 }
 
+/// The text of a result file, checked on the file opened, not on the path: a path switched
+/// between the check and the read (a symlink flipped to a FIFO or /dev/zero) would block forever
+/// or read without end. Opened without blocking (a FIFO's open waits for a writer), refused
+/// unless a regular file, and read no further than a result file can be.
+fn read_bounded(path: &Path, name: &str) -> Result<String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // Checked on the path first too, so a device is never even opened in the common case.
+    if std::fs::metadata(path).with_context(|| format!("reading {name}"))?.is_file() {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .with_context(|| format!("reading {name}"))?;
+        let metadata = file.metadata().with_context(|| format!("reading {name}"))?;
+        if metadata.is_file() {
+            let mut text = String::new();
+            file.take(MAX_RESULT_BYTES + 1).read_to_string(&mut text).with_context(|| format!("reading {name}"))?;
+            if text.len() as u64 > MAX_RESULT_BYTES {
+                bail!("{name}: over the {} MiB a result file can hold; is it a result file?", MAX_RESULT_BYTES >> 20);
+            }
+            return Ok(text);
+        }
+    }
+    bail!("{name}: not a regular file; give a faultscale --csv or --json file")
+}
+
 impl RunFile {
     pub fn load(path: &Path) -> Result<Self> {
         let name = path.display().to_string();
-        // Checked before reading: a FIFO would block forever and /dev/zero would never end.
-        let metadata = std::fs::metadata(path).with_context(|| format!("reading {name}"))?;
-        if !metadata.is_file() {
-            bail!("{name}: not a regular file; give a faultscale --csv or --json file");
-        }
-        if metadata.len() > MAX_RESULT_BYTES {
-            bail!(
-                "{name}: {} bytes, over the {} MiB a result file can hold; is it a result file?",
-                metadata.len(),
-                MAX_RESULT_BYTES >> 20
-            );
-        }
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
+        let text = read_bounded(path, &name)?;
         // A byte-order mark (an editor's save) is no part of either format.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         if text.trim_start().starts_with('{') { Self::from_json(name, text) } else { Self::from_csv(name, text) }

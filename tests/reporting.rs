@@ -284,3 +284,64 @@ fn compare_refuses_rows_measured_with_other_settings() {
     assert!(text(&comparable.stdout).contains("+0.0% ("), "{}", text(&comparable.stdout));
     assert!(text(&comparable.stderr).contains("run_complete=false"), "{}", text(&comparable.stderr));
 }
+
+/// #24.13: the file compare reads is the file it checked. A symlink flipped between a result
+/// file and a FIFO while compare runs must never block (a FIFO opened for reading waits for a
+/// writer) nor be read as a result: each run compares, or refuses a non-regular file.
+#[test]
+fn compare_checks_the_file_it_opened_not_the_path() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.csv");
+    write_run(&run, "6.1.0", [1000.0, 1010.0, 990.0], [900.0, 905.0, 895.0]);
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let link = dir.path().join("flipping.csv");
+    std::os::unix::fs::symlink(&run, &link).unwrap();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let (stop, dir, run, fifo, link) = (stop.clone(), dir.path().to_path_buf(), run.clone(), fifo.clone(), link.clone());
+        std::thread::spawn(move || {
+            let staged = dir.join("staged");
+            for target in [&run, &fifo].into_iter().cycle() {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let _ = std::fs::remove_file(&staged);
+                std::os::unix::fs::symlink(target, &staged).unwrap();
+                std::fs::rename(&staged, &link).unwrap();
+            }
+        })
+    };
+    let (mut compared, mut refused) = (0, 0);
+    for _ in 0..300 {
+        let mut child = Command::new(binary())
+            .args(["compare", run.to_str().unwrap(), link.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(10) {
+                let _ = child.kill();
+                stop.store(true, Ordering::Relaxed);
+                panic!("compare blocked on the flipped path");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let output = child.wait_with_output().unwrap();
+        let said = text(&output.stderr);
+        match output.status.code() {
+            Some(0) => compared += 1,
+            _ if said.contains("not a regular file") => refused += 1,
+            code => {
+                stop.store(true, Ordering::Relaxed);
+                panic!("exit {code:?}: {said}");
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    flipper.join().unwrap();
+    eprintln!("300 compares of a flipping path: {compared} compared, {refused} refused");
+}
