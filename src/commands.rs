@@ -48,6 +48,7 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
     run::signals::install_for_run();
     // After every slice the files on disk hold everything measured so far, run_complete=false.
     let report = session::run(plan, &detected, allowed_cpus, &mut progress, &mut |report| outputs.checkpoint(report))?;
+    run::signals::measuring_ended();
     drop(progress);
     for warning in &report.warnings {
         say!("faultscale: warning: {warning}");

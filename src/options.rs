@@ -74,6 +74,7 @@ impl RunOptions {
             Some(text) => parse_task_counts(text)?,
         };
         check_siblings(&placements, &task_counts, args.mode.into())?;
+        check_turns(&timing, &task_counts, cpus.len())?;
         let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
         let memory = WorkloadMemory::from_args(args, page_size)?;
         let profile_dir = profile_dir(args)?;
@@ -183,6 +184,34 @@ impl Timing {
         }
         Ok(Timing { iterations, duration, slices, repeat, interval })
     }
+}
+
+/// The length of one turn on a CPU that a worker sharing it gets: CFS's minimum granularity
+/// (EEVDF's base slice since 6.6) is 0.75 ms times 1 + log2(CPUs), at most 3 ms from 8 CPUs on.
+const SCHEDULER_TURN: Duration = Duration::from_millis(3);
+
+/// Workers pinned to one CPU take turns there. When a slice is shorter than one turn for each
+/// of them, some workers do not run at all in it: their counts measure the scheduler's order,
+/// not the fault path, and the harness spends the slice starting and stopping thousands of
+/// processes (4096 tasks on 2 CPUs: 142 s for a 10 s run, every slice overran). Refused
+/// before anything is created. Fixed work (--iterations) runs every worker to its end.
+fn check_turns(timing: &Timing, task_counts: &[usize], cpus: usize) -> Result<()> {
+    if timing.iterations.is_some() {
+        return Ok(());
+    }
+    let slice = timing.duration / timing.slices;
+    let most = task_counts.iter().copied().max().unwrap_or(1);
+    let per_cpu = most.div_ceil(cpus.max(1));
+    let fits = (slice.as_nanos() / SCHEDULER_TURN.as_nanos()) as usize;
+    if per_cpu > fits {
+        bail!(
+            "--tasks {most}: {per_cpu} workers per CPU on {cpus} CPU(s), and a {} slice gives each of them less than one {} ms turn on its CPU, so some would not run at all; give at most {} tasks, or longer slices (--duration, --slices)",
+            crate::text::seconds(slice),
+            SCHEDULER_TURN.as_millis(),
+            fits.max(1) * cpus
+        );
+    }
+    Ok(())
 }
 
 /// `--slices`: the number given, or by default one per second of `duration` (3 whole runs for
@@ -299,6 +328,12 @@ impl WorkloadMemory {
                 "--tmpdir {}: a {fs} pseudo filesystem, which holds no workload's files; give a directory on tmpfs, ext4 or xfs",
                 tmpdir.display()
             );
+        }
+        if workload.needs_files() {
+            // One rule for every file workload: the run makes its directory there, so a place
+            // that cannot take one (read-only, full, no inodes left) is refused now, exit 2.
+            crate::run::files::check_can_create(&tmpdir)
+                .map_err(|why| anyhow!("--tmpdir {}: {why}; give a writable directory", tmpdir.display()))?;
         }
         if let Some(problem) = workload.files_dir_problem(&tmpdir) {
             bail!("--tmpdir {} (for --workload {}): {problem}", tmpdir.display(), workload.name());

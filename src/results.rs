@@ -251,6 +251,10 @@ impl RunFile {
         if !(1..=1_000_000).contains(&row.tasks) {
             bail!("{name}: {place}: tasks {:?} is not a task count", &record[columns.tasks]);
         }
+        if let Some((column, _)) = row.figures().into_iter().find(|(_, value)| value.is_some_and(|v| !v.is_finite())) {
+            let text = columns.headers.iter().position(|h| h == column).map_or("", |i| &record[i]);
+            bail!("{name}: {place}: {column} {text:?} is not a finite number; is this a faultscale file?");
+        }
         // A slice that overran its time (stopped, starved) is in the file, flagged, but in no
         // mean or ratio: as in the run's own table.
         if row.overran {
@@ -324,7 +328,11 @@ impl RunFile {
         let number =
             |what: &str, value: &serde_json::Value| figure(name, placement, what, value.as_f64(), &value.to_string());
         let rate = number("faults_per_sec", &m["faults_per_sec"])?;
-        if m["run"]["overran"].as_bool() == Some(true) {
+        let overran = &m["run"]["overran"];
+        if !overran.is_null() && !overran.is_boolean() {
+            bail!("{name}: {placement}: run.overran {overran} is not true or false; is this a faultscale --json file?");
+        }
+        if overran.as_bool() == Some(true) {
             self.overran += 1;
             return Ok(());
         }

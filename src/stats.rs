@@ -85,6 +85,24 @@ pub fn t_quantile_95(df: usize) -> f64 {
     }
 }
 
+/// The two-sided 95% t quantile at a fractional `df` (Welch-Satterthwaite's), interpolated
+/// in 1/df between the whole degrees of freedom around it, the usual table method. Flooring
+/// instead would jump: df 4.0 gives 2.776 but 3.9999999 gives 3.182, so the same rates written
+/// with a digit more or less (a CSV and a JSON of one run) got intervals 15% apart.
+pub fn t_quantile_95_at(df: f64) -> f64 {
+    if !df.is_finite() {
+        return 1.959964;
+    }
+    let df = df.max(1.0);
+    let whole = df.floor();
+    if df == whole {
+        return t_quantile_95(whole as usize);
+    }
+    let (low, high) = (t_quantile_95(whole as usize), t_quantile_95(whole as usize + 1));
+    let position = (1.0 / whole - 1.0 / df) / (1.0 / whole - 1.0 / (whole + 1.0));
+    low + (high - low) * position
+}
+
 /// Mean of per-round ratios with its 95% confidence interval (Student t).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct RatioInterval {
@@ -251,7 +269,7 @@ pub fn difference(a: &[f64], b: &[f64]) -> Option<RatioChange> {
         let p = if change == 0.0 { 1.0 } else { 0.0 };
         return Some(RatioChange { change, low: change, high: change, p });
     }
-    let half_width = t_quantile_95(df.floor().max(1.0) as usize) * se;
+    let half_width = t_quantile_95_at(df) * se;
     Some(RatioChange { change, low: change - half_width, high: change + half_width, p: t_two_sided_p(change / se, df) })
 }
 
@@ -270,7 +288,7 @@ pub struct Welch {
     pub t: f64,
     /// Welch-Satterthwaite degrees of freedom.
     pub df: f64,
-    /// |t| beyond the two-sided 95% quantile at floor(df) (conservative).
+    /// |t| beyond the two-sided 95% quantile at df (`t_quantile_95_at`).
     pub significant: bool,
 }
 
@@ -282,7 +300,7 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
         return Some(Welch { t: f64::INFINITY, df: f64::INFINITY, significant: change != 0.0 });
     }
     let t = change / se;
-    Some(Welch { t, df, significant: t.abs() > t_quantile_95(df.floor().max(1.0) as usize) })
+    Some(Welch { t, df, significant: t.abs() > t_quantile_95_at(df) })
 }
 
 #[cfg(test)]
@@ -339,13 +357,18 @@ mod tests {
         assert!(close(t_quantile_95(40), 2.021, 2e-3));
         assert!(close(t_quantile_95(120), 1.980, 2e-3));
         assert!(close(t_quantile_95(100_000), 1.960, 1e-3));
+        // Fractional df: continuous, between its neighbours, exact at whole numbers.
+        assert_eq!(t_quantile_95_at(4.0), 2.776);
+        assert!(close(t_quantile_95_at(4.0 - 1e-9), 2.776, 1e-6));
+        assert!(t_quantile_95_at(4.5) < 2.776 && t_quantile_95_at(4.5) > 2.571);
+        assert_eq!(t_quantile_95_at(0.3), 12.706);
     }
 
     #[test]
     fn welch_matches_hand_computation() {
         // a: mean 3, variance 2.5; b: mean 6, variance 10; n = 5 each.
         // se = sqrt(0.5 + 2) = 1.5811; t = 3 / se = 1.8974;
-        // df = 2.5^2 / (0.5^2/4 + 2^2/4) = 6.25 / 1.0625 = 5.882 -> t(5) = 2.571: not significant.
+        // df = 2.5^2 / (0.5^2/4 + 2^2/4) = 6.25 / 1.0625 = 5.882 -> t(5.882) = 2.458: not significant.
         let w = welch(&[1.0, 2.0, 3.0, 4.0, 5.0], &[2.0, 4.0, 6.0, 8.0, 10.0]).unwrap();
         assert!(close(w.t, 3.0 / 2.5f64.sqrt(), 1e-12));
         assert!(close(w.df, 6.25 / 1.0625, 1e-12));

@@ -186,14 +186,34 @@ fn two_runs_on_one_output_are_refused_not_lost() {
     assert!(rows.iter().all(|row| row["run_complete"] == "true"), "{rows:?}");
 }
 
-/// Whether process `pid` sleeps in a pipe write (its reader is not reading).
-fn blocked_in_pipe_write(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/wchan")).is_ok_and(|wchan| wchan.contains("pipe_write"))
+/// Kills the run it names when dropped while the run is alive: a failed assertion must not
+/// leave a run blocked on its reader for the tests after it.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if std::fs::read_to_string(format!("/proc/{}/stat", self.0)).is_ok_and(|stat| !stat.contains(") Z ")) {
+            unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Reads `pipe` on a thread until it closes; the text so far is in the returned buffer.
+fn drain(mut pipe: impl Read + Send + 'static) -> std::sync::Arc<std::sync::Mutex<String>> {
+    let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = text.clone();
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&chunk[..n]));
+        }
+    });
+    text
 }
 
 /// #24.4: an output whose reader stopped reading (a FIFO held open, a pipe on stdout) holds
-/// the run only until a stop signal: SIGTERM or SIGINT ends the write, names the output and
-/// exits 128+signal.
+/// the run only until a stop signal: SIGTERM or SIGINT after the measuring ends the write,
+/// names the output and exits 128+signal.
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_stalled_reader_yields_to_a_stop_signal() {
@@ -210,25 +230,32 @@ fn a_stalled_reader_yields_to_a_stop_signal() {
     for (target, stop, option) in [(fifo.to_str().unwrap(), libc::SIGTERM, "--json "), ("-", libc::SIGINT, "--json -")] {
         let mut all = quick.to_vec();
         all.push(target);
-        let child = spawn(&all);
+        let mut child = spawn(&all);
         let pid = child.id();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !blocked_in_pipe_write(pid) {
-            assert!(Instant::now() < deadline, "{target}: the run never blocked on its reader");
+        let _guard = KillOnDrop(pid);
+        // The table comes just before the outputs: on stdout, or on stderr when stdout is one.
+        let (stdout, stderr) = (child.stdout.take().unwrap(), drain(child.stderr.take().unwrap()));
+        let table = if target == "-" { stderr.clone() } else { drain(stdout) };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !table.lock().unwrap().contains("overhead:") {
+            assert!(Instant::now() < deadline, "{target}: no table after 120 s: {}", stderr.lock().unwrap());
             std::thread::sleep(Duration::from_millis(20));
         }
+        std::thread::sleep(Duration::from_millis(300));
         signal(pid, stop);
-        // Still not reading: the run must end by itself (reading now could finish the write).
-        let mut child = child;
+        // Still not reading: the run must end by itself.
         let stopped = Instant::now();
-        while child.try_wait().unwrap().is_none() {
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
             assert!(stopped.elapsed() < Duration::from_secs(5), "{target}: still running 5 s after the signal");
             std::thread::sleep(Duration::from_millis(20));
-        }
-        let output = child.wait_with_output().unwrap();
+        };
         assert_nothing_left(&base, pid);
-        let said = text(&output.stderr);
-        assert_eq!(output.status.code(), Some(128 + stop), "{target}: {said}");
+        std::thread::sleep(Duration::from_millis(100));
+        let said = stderr.lock().unwrap().clone();
+        assert_eq!(status.code(), Some(128 + stop), "{target}: {said}");
         assert!(said.contains(&format!("writing {option}")) && said.contains("stopped by SIG"), "{said}");
     }
 }
@@ -542,7 +569,7 @@ fn every_catchable_terminating_signal_cleans_up() {
 
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
-fn sigkill_leaves_a_run_directory_that_cleanup_removes() {
+fn sigkill_leaves_a_run_directory_that_cleanup_removes_and_another_kernels_is_kept() {
     let _serial = needs_root();
     let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
@@ -565,6 +592,18 @@ fn sigkill_leaves_a_run_directory_that_cleanup_removes() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(files_in(dir.path()).len(), 1, "the killed run's directory");
+    // #24.3: the directory as another kernel's run leaves it (a guest sharing /tmp through
+    // hostfs, where this kernel cannot see that run's lock): kept, named, exit 1.
+    let run_dir = dir.path().join(&files_in(dir.path())[0]);
+    let this_boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    assert_eq!(std::fs::read_to_string(run_dir.join("faultscale-boot-id")).unwrap(), this_boot.trim());
+    std::fs::write(run_dir.join("faultscale-boot-id"), "0d7b3a44-another-kernel").unwrap();
+    let kept = cleanup(&["--tmpdir", dir.path().to_str().unwrap()]);
+    let said = text(&kept.stdout);
+    assert_eq!(kept.status.code(), Some(1), "{said}");
+    assert!(said.contains("made by another kernel (boot id 0d7b3a44-another-kernel"), "{said}");
+    assert!(run_dir.exists());
+    std::fs::write(run_dir.join("faultscale-boot-id"), this_boot.trim()).unwrap();
     let sweep = cleanup(&["--tmpdir", dir.path().to_str().unwrap()]);
     assert!(sweep.status.success(), "{}", text(&sweep.stderr));
     assert!(files_in(dir.path()).is_empty(), "{}", text(&sweep.stdout));
@@ -726,4 +765,90 @@ fn warnings_say_what_really_happened() {
     let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(document["measurements"].as_array().map(Vec::len), Some(0));
     assert_eq!(document["complete"], serde_json::Value::Bool(false));
+}
+
+/// #24.16: a `--tmpdir` that cannot take the run's directory is one usage error (exit 2), the
+/// same for every file workload (read-only was exit 1 for file-shared, 2 for fallocate1), and a
+/// place out of inodes says so (ENOSPC with free blocks read "cannot create a file" alone),
+/// for the tmpdir and for an output file alike. Both filesystems are the test's own tmpfs
+/// mounts, in a mount namespace of its own.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_tmpdir_or_output_place_that_cannot_take_files_is_named_why() {
+    let _serial = needs_root();
+    let dir = tempfile::tempdir().unwrap();
+    let (read_only, no_inodes, said) = (dir.path().join("ro"), dir.path().join("full"), dir.path().join("said"));
+    for made in [&read_only, &no_inodes, &said] {
+        std::fs::create_dir(made).unwrap();
+    }
+    let bin = binary();
+    let quick = format!("{} --base {BASE} --duration 0.3", bin.display());
+    let script = format!(
+        "mount -t tmpfs -o ro none {ro} && mount -t tmpfs -o nr_inodes=2 none {full} && touch {full}/last-inode || exit 99
+         for w in file-shared fallocate1; do {quick} --workload $w --tmpdir {ro} 2>{said}/ro-$w; echo $? >{said}/ro-$w.rc; done
+         {quick} --workload file-shared --tmpdir {full} 2>{said}/inodes-tmpdir; echo $? >{said}/inodes-tmpdir.rc
+         {quick} --csv {full}/out.csv 2>{said}/inodes-csv; echo $? >{said}/inodes-csv.rc",
+        ro = read_only.display(),
+        full = no_inodes.display(),
+        said = said.display(),
+    );
+    let started = Instant::now();
+    let output = Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &script]).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let case = |name: &str| {
+        let rc: i32 = std::fs::read_to_string(said.join(format!("{name}.rc"))).unwrap().trim().parse().unwrap();
+        (rc, std::fs::read_to_string(said.join(name)).unwrap())
+    };
+    for workload in ["file-shared", "fallocate1"] {
+        let (rc, stderr) = case(&format!("ro-{workload}"));
+        assert_eq!(rc, 2, "{workload}: {stderr}");
+        assert!(stderr.lines().count() == 1 && stderr.contains("Read-only file system"), "{workload}: {stderr}");
+    }
+    for name in ["inodes-tmpdir", "inodes-csv"] {
+        let (rc, stderr) = case(name);
+        assert_eq!(rc, 2, "{name}: {stderr}");
+        assert!(stderr.lines().count() == 1 && stderr.contains("no free inodes (df -i"), "{name}: {stderr}");
+    }
+    assert!(started.elapsed() < Duration::from_secs(10), "refused before measuring");
+    assert!(faultscale_processes().is_empty());
+}
+
+/// #24.16: more tasks per CPU than a slice has scheduler turns is refused before anything
+/// starts (4096 tasks on 2 CPUs ran 142 s with every slice overran, and exited 0). One CPU
+/// named, so the figures do not depend on the machine.
+#[test]
+fn more_workers_per_cpu_than_a_slice_has_turns_is_refused() {
+    let cpu = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .and_then(|list| list.trim().split([',', '-']).next().map(str::to_string))
+        .unwrap();
+    let started = Instant::now();
+    let output = Command::new(binary())
+        .args(["--base", BASE, "--duration", "10", "--tasks", "4096", "--cpus", &cpu])
+        .output()
+        .unwrap();
+    let said = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.lines().count() == 1, "{said}");
+    assert!(said.contains("--tasks 4096: 4096 workers per CPU on 1 CPU(s), and a 0.5 s slice gives each"), "{said}");
+    assert!(said.contains("give at most 166 tasks"), "{said}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+/// #24.16: the reader of `--csv -` gone before the results: the error names the output.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_broken_pipe_on_an_output_names_it() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let mut child = spawn(&args(&["--csv", "-"]));
+    drop(child.stdout.take());
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
+    let said = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("faultscale: error: writing --csv -: Broken pipe"), "{said}");
 }

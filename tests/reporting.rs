@@ -157,6 +157,14 @@ fn a_json_file_with_a_byte_order_mark_is_read() {
     let out = faultscale(&["compare", path.to_str().unwrap(), path.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("child"), "{}", text(&out.stdout));
+    // A flag written as a string is not taken for false: the slice would count as measured.
+    let quoted = json.replace(r#""run":{"workers":[{},{}]}}]"#, r#""run":{"workers":[{},{}],"overran":"true"}}]"#);
+    assert_ne!(quoted, json);
+    std::fs::write(&path, quoted).unwrap();
+    let out = faultscale(&["compare", path.to_str().unwrap(), path.to_str().unwrap()]);
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("child: run.overran \"true\" is not true or false"), "{said}");
 }
 
 /// #24.10: a finite but impossible rate is refused in one line by compare and plot, at once.
@@ -183,6 +191,13 @@ fn figures_no_machine_produces_are_refused_at_once() {
         assert!(started.elapsed() < std::time::Duration::from_secs(5), "took {:?}", started.elapsed());
         assert!(!dir.path().join("x.svg").exists());
     }
+    // #24.16: a column compare does not use is checked like those it does.
+    let path = dir.path().join("inf.csv");
+    std::fs::write(&path, "workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline,steal_s\nanon,process,2,root,,1000,,0\nanon,process,2,child,,900,1.1,inf\n").unwrap();
+    let out = faultscale(&["compare", path.to_str().unwrap(), path.to_str().unwrap()]);
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("row 3: steal_s \"inf\" is not a finite number") && said.lines().count() == 1, "{said}");
 }
 
 #[test]
@@ -344,4 +359,34 @@ fn compare_checks_the_file_it_opened_not_the_path() {
     stop.store(true, Ordering::Relaxed);
     flipper.join().unwrap();
     eprintln!("300 compares of a flipping path: {compared} compared, {refused} refused");
+}
+
+/// #24.16: the same figures written with a digit more or less get the same interval. Welch's
+/// df for two equally spread sides is 4, and a last-digit change puts it at 3.9999999; the t
+/// quantile was taken at floor(df), 2.776 against 3.182, so the intervals differed by 15%.
+#[test]
+fn one_digit_more_or_less_does_not_move_an_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, new, new_rounded) = (dir.path().join("base.csv"), dir.path().join("a.csv"), dir.path().join("b.csv"));
+    write_run(&base, "6.1.0", [1000.0, 1000.0, 1000.0], [909.0, 900.0, 891.0]);
+    write_run(&new, "6.1.0", [1000.0, 1000.0, 1000.0], [707.0, 700.0, 693.0]);
+    write_run(&new_rounded, "6.1.0", [1000.0, 1000.0, 1000.0], [707.0, 700.0, 693.0000001]);
+    // The count stays whole; only the rate has the extra digit.
+    let written = std::fs::read_to_string(&new_rounded).unwrap();
+    std::fs::write(&new_rounded, written.replace("1.0,693.0000001,693.0000001", "1.0,693,693.0000001")).unwrap();
+    let interval = |new: &std::path::Path| {
+        let out = faultscale(&["compare", base.to_str().unwrap(), new.to_str().unwrap(), "--format", "csv"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let mut reader = csv::Reader::from_reader(out.stdout.as_slice());
+        let headers = reader.headers().unwrap().clone();
+        let child = reader.records().map(Result::unwrap).find(|r| &r[headers.iter().position(|h| h == "placement").unwrap()] == "child").unwrap();
+        let get = |name: &str| child[headers.iter().position(|h| h == name).unwrap()].parse::<f64>().unwrap();
+        (get("overhead_change_low_pct"), get("overhead_change_high_pct"))
+    };
+    let ((low, high), (low_rounded, high_rounded)) = (interval(&new), interval(&new_rounded));
+    let width = high - low;
+    assert!(
+        ((high_rounded - low_rounded) - width).abs() < 0.001 * width.abs(),
+        "{low}..{high} vs {low_rounded}..{high_rounded}"
+    );
 }

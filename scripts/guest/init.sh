@@ -33,6 +33,18 @@ v1)
 *) fail "FS_MODE must be v1 or v2, not '$FS_MODE'" ;;
 esac
 mount -t tmpfs tmpfs /run || fail "mounting /run"
+# A /tmp of the guest's own: through hostfs it is the host's, where this kernel cannot see a
+# host run's locks (a guest's `cleanup` must not judge the host's runs). The results
+# directory, often under the host's /tmp, is bound back at its own path. (/dev is the
+# guest's devtmpfs; /dev/shm gets a tmpfs there.)
+mkdir /run/out && mount --bind "$FS_OUT" /run/out || fail "binding $FS_OUT"
+mount -t tmpfs tmpfs /tmp && mkdir -p "$FS_OUT" && mount --bind /run/out "$FS_OUT" || {
+    echo "guest init: a /tmp of the guest's own" > /run/out/init-failed.txt
+    echo o > /proc/sysrq-trigger
+    exit 1
+}
+[ "$(stat -f -c %T /tmp)" = tmpfs ] || fail "/tmp is not the guest's"
+mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm || fail "mounting /dev/shm"
 
 sh "$FS_SCENARIO" > "$FS_OUT/scenario.log" 2>&1
 echo "$?" > "$FS_OUT/scenario.rc"

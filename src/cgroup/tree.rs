@@ -171,20 +171,21 @@ impl Tree {
     /// faultscale itself, which moves into a leaf so the base can give memory to children.
     fn prepare_v2_base(&mut self) -> Result<()> {
         if !memory_available(&self.base)? {
-            bail!(
+            return Err(InputError::mark(anyhow!(
                 "--base {}: the memory controller is not enabled here (its parent's cgroup.subtree_control lacks memory); enable it there or pick another base",
                 self.base.display()
-            );
+            )));
         }
         if self.hierarchy.is_root(&self.base) {
             return self.enable_memory_in_base();
         }
         let others = foreign_processes(&self.base)?;
         if others > 0 {
-            bail!(
+            // The user's --base choice cannot work here: a usage error (exit 2), like any other.
+            return Err(InputError::mark(anyhow!(
                 "--base {}: holds {others} process(es) faultscale did not start, and cgroup v2 lets a cgroup hold processes or memory-using children, not both (no-internal-processes rule); use --base new (a cgroup of faultscale's own), or run it in a delegated scope: systemd-run --scope -p Delegate=yes faultscale --base self ...",
                 self.base.display()
-            );
+            )));
         }
         if others < cgfs::process_count(&self.base)? {
             let leaf = self.base.join(format!("{}-harness", self.run_name));

@@ -219,7 +219,7 @@ impl Sink {
             }
             Resolved::Stream(path) => stream(open_stream(&path).map_err(|e| anyhow!("{option} {text}: {e}"))?)?,
             Resolved::File(path) => {
-                let pending = Pending::create(&path).map_err(|e| anyhow!("{option} {text}: {e}"))?;
+                let pending = Pending::create(&path).map_err(|e| anyhow!("{option} {text}: {e:#}"))?;
                 (Some(file_identity(&path)), Target::Replace(pending))
             }
         };
@@ -276,8 +276,8 @@ impl Sink {
     }
 }
 
-/// A stream's writes, ended by a stop signal (one delivered after they began), also while the
-/// reader is not reading: the run's signal handlers are installed without SA_RESTART, so a
+/// A stream's writes, ended by a stop signal delivered after the measuring ended (before the
+/// write began or during it), also while the reader is not reading: the run's signal handlers are installed without SA_RESTART, so a
 /// blocked write returns EINTR, where std's write_all would retry forever.
 struct Interruptible {
     file: File,
@@ -289,7 +289,7 @@ struct Interruptible {
 
 impl Interruptible {
     fn new(file: File) -> Self {
-        Interruptible { file, signals_before: signals::delivered(), stopped: None }
+        Interruptible { file, signals_before: signals::stop_baseline(), stopped: None }
     }
 }
 
@@ -389,12 +389,9 @@ impl Pending {
             // Filesystems without O_TMPFILE (EOPNOTSUPP, or EISDIR on old kernels).
             Err(_) => {
                 let named = temporary_name(destination);
-                let file = OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(mode)
-                    .open(&named)
-                    .with_context(|| format!("cannot create a file in {}", parent.display()))?;
+                let file = OpenOptions::new().write(true).create_new(true).mode(mode).open(&named).map_err(|e| {
+                    anyhow!("cannot create a file in {} ({})", parent.display(), crate::run::files::creation_error(parent, &e))
+                })?;
                 (file, Some(named))
             }
         };

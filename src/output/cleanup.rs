@@ -46,10 +46,23 @@ pub fn run(dry_run: bool, version: VersionChoice, base: &str) -> Result<bool> {
 }
 
 /// Removes (or lists) run directories a dead file-workload run left in `tmpdir`; returns
-/// whether every removal asked for succeeded.
+/// whether the directory is now free of them (false when one could not be removed, or is
+/// another kernel's: kept and named).
 pub fn run_directories(dry_run: bool, tmpdir: &Path) -> bool {
+    use crate::run::files::Found;
     let mut clean = true;
-    for dir in crate::run::files::leftovers(tmpdir) {
+    for found in crate::run::files::leftovers(tmpdir) {
+        let dir = match found {
+            Found::OtherKernel { dir, boot_id } => {
+                out!(
+                    "kept {}: made by another kernel (boot id {boot_id}; a guest sharing this directory, or an earlier boot); remove it by hand once no run of that kernel uses it",
+                    dir.display()
+                );
+                clean = false;
+                continue;
+            }
+            Found::Leftover(dir) => dir,
+        };
         if dry_run {
             out!("would remove {}", dir.display());
             continue;

@@ -98,6 +98,29 @@ pub struct Row {
 }
 
 impl Row {
+    /// Every figure of the row by its column name, read or absent: each must be finite,
+    /// including those `compare` and `plot` do not use (a file is refused whole, not in part).
+    pub fn figures(&self) -> [(&'static str, Option<f64>); 16] {
+        [
+            ("duration_s", Some(self.duration_s)),
+            ("faults_per_sec", Some(self.faults_per_sec)),
+            ("faults_per_sec_per_task", Some(self.faults_per_sec_per_task)),
+            ("ns_per_fault", self.ns_per_fault),
+            ("user_s", Some(self.user_s)),
+            ("sys_s", Some(self.sys_s)),
+            ("start_skew_us", self.start_skew_us),
+            ("overhead_vs_baseline", self.overhead_vs_baseline),
+            ("memcg_share", self.memcg_share),
+            ("memcg_ns_per_fault", self.memcg_ns_per_fault),
+            ("cpu_ns_per_fault", self.cpu_ns_per_fault),
+            ("on_cpu_s", self.on_cpu_s),
+            ("wait_s", self.wait_s),
+            ("blocked_s", self.blocked_s),
+            ("steal_s", self.steal_s),
+            ("throughput_vs_baseline", self.throughput_vs_baseline),
+        ]
+    }
+
     /// The settings that must agree for two files' rows to be compared, named as their columns
     /// (`results::SETTINGS`), with their cells as written.
     pub fn settings(&self) -> [(&'static str, String); 7] {

@@ -16,14 +16,32 @@ pub struct RunFiles {
     _liveness: std::fs::File,
 }
 
+/// The file in a run directory that names the kernel (its boot id) the run lives on: a
+/// directory shared with another kernel (a user-mode-linux guest sees the host's /tmp through
+/// hostfs, where neither sees the other's flock) is never removed by the other's cleanup.
+const BOOT_ID_FILE: &str = "faultscale-boot-id";
+
+/// This kernel's boot id: one per boot, different in every guest.
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok().map(|id| id.trim().to_string())
+}
+
 impl RunFiles {
+    /// Made under a dot-name, locked and marked with the boot id, then renamed to the run's
+    /// name: `cleanup` never sees a run directory that is not yet locked (the rename keeps the
+    /// directory, and so the lock on it).
     pub fn create(parent: &Path, run_name: &str, kind: WorkloadKind, page_size: u64) -> Result<Self> {
         let dir = parent.join(run_name);
-        std::fs::create_dir(&dir)
-            .with_context(|| format!("--tmpdir {}: creating {}", parent.display(), dir.display()))?;
-        let liveness = std::fs::File::open(&dir).with_context(|| format!("opening {}", dir.display()))?;
-        // SAFETY: flock on a descriptor we own.
-        unsafe { libc::flock(liveness.as_raw_fd(), libc::LOCK_SH) };
+        let staged = parent.join(format!(".{run_name}.new"));
+        std::fs::create_dir(&staged)
+            .with_context(|| format!("--tmpdir {}: creating {}", parent.display(), staged.display()))?;
+        let prepared = Self::prepare(&staged).and_then(|liveness| {
+            std::fs::rename(&staged, &dir).with_context(|| format!("renaming {} to {}", staged.display(), dir.display()))?;
+            Ok(liveness)
+        });
+        let liveness = prepared.inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&staged);
+        })?;
         let files = RunFiles { dir, owner: std::process::id(), _liveness: liveness };
         if kind == WorkloadKind::MmapFile {
             let shared = files.dir.join(SHARED_FILE);
@@ -31,6 +49,18 @@ impl RunFiles {
             file.set_len(page_size).with_context(|| format!("sizing {}", shared.display()))?;
         }
         Ok(files)
+    }
+
+    /// The shared lock held for the run's life, and the boot id written.
+    fn prepare(staged: &Path) -> Result<std::fs::File> {
+        let liveness = std::fs::File::open(staged).with_context(|| format!("opening {}", staged.display()))?;
+        // SAFETY: flock on a descriptor we own.
+        unsafe { libc::flock(liveness.as_raw_fd(), libc::LOCK_SH) };
+        if let Some(id) = boot_id() {
+            let marker = staged.join(BOOT_ID_FILE);
+            std::fs::write(&marker, id).with_context(|| format!("writing {}", marker.display()))?;
+        }
+        Ok(liveness)
     }
 
     pub fn path(&self) -> &Path {
@@ -42,6 +72,28 @@ impl RunFiles {
         let Ok(stat) = nix::sys::statfs::statfs(&self.dir) else { return "unknown".into() };
         filesystem_name(stat.filesystem_type().0)
     }
+}
+
+/// Whether a run could make its directory in `parent`: one made and removed, so every reason
+/// (read-only, full, no inodes, no permission) is found before measuring, said the same way.
+pub fn check_can_create(parent: &Path) -> Result<(), String> {
+    let probe = parent.join(format!(".faultscale-check-{}", std::process::id()));
+    std::fs::create_dir(&probe).map_err(|e| format!("cannot create a directory there ({})", creation_error(parent, &e)))?;
+    let _ = std::fs::remove_dir(&probe);
+    Ok(())
+}
+
+/// Why a file could not be made in `dir`, saying which space ran out: ENOSPC means no blocks
+/// or no inodes, and `df` shows only the blocks.
+pub fn creation_error(dir: &Path, error: &std::io::Error) -> String {
+    if error.raw_os_error() == Some(libc::ENOSPC)
+        && let Ok(stat) = nix::sys::statvfs::statvfs(dir)
+        && stat.files() > 0
+        && stat.files_available() == 0
+    {
+        return format!("{error}: the filesystem has no free inodes (df -i {})", dir.display());
+    }
+    error.to_string()
 }
 
 pub fn filesystem_name(magic: i64) -> String {
@@ -79,11 +131,24 @@ pub fn pseudo_filesystem(magic: i64) -> Option<&'static str> {
     })
 }
 
-/// Run directories in `parent` left by runs that died without removing them: named like a
-/// run's (`faultscale-<pid>-<8 hex digits>`) and locked by nobody.
-pub fn leftovers(parent: &Path) -> Vec<PathBuf> {
+/// A run directory found in a tmpdir, and whether `cleanup` may remove it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Found {
+    /// Its run died without removing it: nobody holds its lock, and it was made by this kernel
+    /// (or by a faultscale from before the boot id was written).
+    Leftover(PathBuf),
+    /// Made by another kernel (another boot, or a guest sharing the directory): its lock means
+    /// nothing here, so it is kept.
+    OtherKernel { dir: PathBuf, boot_id: String },
+}
+
+/// Run directories in `parent` that no live run of this kernel holds: named like a run's
+/// (`faultscale-<pid>-<8 hex digits>`) and locked by nobody. Those of another kernel are
+/// reported, never offered for removal.
+pub fn leftovers(parent: &Path) -> Vec<Found> {
     let Ok(entries) = std::fs::read_dir(parent) else { return Vec::new() };
-    let mut found: Vec<PathBuf> = entries
+    let this_boot = boot_id();
+    let mut found: Vec<Found> = entries
         .flatten()
         .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
         .filter(|e| is_run_name(&e.file_name().to_string_lossy()))
@@ -94,9 +159,21 @@ pub fn leftovers(parent: &Path) -> Vec<PathBuf> {
                 unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
             })
         })
+        .map(|dir| match std::fs::read_to_string(dir.join(BOOT_ID_FILE)) {
+            Ok(id) if Some(id.trim()) != this_boot.as_deref() => Found::OtherKernel { dir, boot_id: id.trim().into() },
+            _ => Found::Leftover(dir),
+        })
         .collect();
-    found.sort();
+    found.sort_by(|a, b| a.dir().cmp(b.dir()));
     found
+}
+
+impl Found {
+    pub fn dir(&self) -> &Path {
+        match self {
+            Found::Leftover(dir) | Found::OtherKernel { dir, .. } => dir,
+        }
+    }
 }
 
 fn is_run_name(name: &str) -> bool {
@@ -137,8 +214,25 @@ mod tests {
         for name in ["faultscale-2-0000abcd", "faultscale-3-xyz", "faultscale-notes", "other"] {
             std::fs::create_dir(parent.path().join(name)).unwrap();
         }
-        assert_eq!(leftovers(parent.path()), [parent.path().join("faultscale-2-0000abcd")]);
+        assert_eq!(leftovers(parent.path()), [Found::Leftover(parent.path().join("faultscale-2-0000abcd"))]);
         drop(live);
+    }
+
+    #[test]
+    fn another_kernels_run_directories_are_kept() {
+        let parent = tempfile::tempdir().unwrap();
+        // Unlocked here, as a run of another kernel sharing the directory looks through hostfs.
+        let theirs = parent.path().join("faultscale-7-0000beef");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::write(theirs.join(BOOT_ID_FILE), "another-kernel\n").unwrap();
+        let ours = RunFiles::create(parent.path(), "faultscale-8-0000cafe", WorkloadKind::FileShared, 4096).unwrap();
+        assert_eq!(std::fs::read_to_string(ours.path().join(BOOT_ID_FILE)).ok(), boot_id());
+        // Ours is held by its live run: not found at all.
+        assert_eq!(
+            leftovers(parent.path()),
+            [Found::OtherKernel { dir: theirs.clone(), boot_id: "another-kernel".into() }]
+        );
+        assert!(ours.path().exists() && !parent.path().join(".faultscale-8-0000cafe.new").exists());
     }
 
     #[test]

@@ -150,6 +150,24 @@ pub fn delivered() -> u32 {
     DELIVERED.load(Ordering::SeqCst)
 }
 
+/// `delivered()` when the measuring ended (u32::MAX until then).
+static DELIVERED_WHEN_MEASURED: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// Marks the end of the measuring: a signal from now on is a request to stop writing too.
+pub fn measuring_ended() {
+    DELIVERED_WHEN_MEASURED.store(delivered(), Ordering::SeqCst);
+}
+
+/// The count a write compares `delivered()` with: signals past it stop the write. The one that
+/// stopped the measuring does not (the completed slices are still written), one that arrives
+/// after it does, also before the write began.
+pub fn stop_baseline() -> u32 {
+    match DELIVERED_WHEN_MEASURED.load(Ordering::SeqCst) {
+        u32::MAX => delivered(),
+        count => count,
+    }
+}
+
 /// The first terminating signal received, if any.
 pub fn received() -> Option<i32> {
     match RECEIVED.load(Ordering::SeqCst) {
