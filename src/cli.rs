@@ -206,7 +206,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub profile: bool,
 
-    /// With --profile: write each placement's folded stacks, an SVG flame graph each, and a
+    /// Implies --profile: write each placement's folded stacks, an SVG flame graph each, and a
     /// differential flame graph baseline -> placement into DIR (created if missing)
     #[arg(long, value_name = "DIR")]
     pub profile_dir: Option<String>,

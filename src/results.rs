@@ -56,6 +56,14 @@ const MAX_RESULT_BYTES: u64 = 256 << 20;
 /// A rate, ratio or task count read back must be a finite, non-negative number.
 fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> Result<f64> {
     match value {
+        // A slice that counted nothing is a failed slice, never a row: a zero rate would only
+        // give an infinite change in `compare`.
+        Some(v) if v == 0.0 && what == "faults_per_sec" => {
+            bail!("{name}: {row}: {what} {text:?}: no run writes a zero rate (a slice that counted nothing fails); is this a faultscale file?")
+        }
+        Some(v) if v > 0.0 && v < MIN_FIGURE => bail!(
+            "{name}: {row}: {what} {text:?} is below anything a machine measures (at least {MIN_FIGURE:e} where not 0); is this a faultscale file?"
+        ),
         Some(v) if v.is_finite() && v >= 0.0 && v <= MAX_FIGURE => Ok(v),
         Some(v) if v.is_finite() && v >= 0.0 => bail!(
             "{name}: {row}: {what} {text:?} is beyond anything a machine measures (at most {MAX_FIGURE:e}); is this a faultscale file?"
@@ -67,6 +75,10 @@ fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> 
 /// No rate (a trillion faults a second), ratio or nanoseconds per fault a run writes comes
 /// near this; past it a figure would only overflow the statistics and the charts.
 const MAX_FIGURE: f64 = 1e12;
+
+/// Nor does any come near this from below, but 0 (a placement without memcg time): a rate of
+/// one fault in 11 days, a ratio of a millionth. Past it, ratios of ratios overflow to +inf%.
+const MIN_FIGURE: f64 = 1e-6;
 
 const FACTS: [&str; 5] = ["kernel", "host", "cgroup_version", "thp_enabled", "governor"];
 
@@ -402,6 +414,9 @@ mod tests {
             ("anon,process,0,root,,5,", "tasks \"0\""),
             ("anon,process,2,child,,5,inf", "overhead_vs_baseline \"inf\""),
             ("anon,process,2,root,,1e200,", "faults_per_sec \"1e200\" is beyond anything a machine measures"),
+            ("anon,process,2,root,,0,", "faults_per_sec \"0\": no run writes a zero rate"),
+            ("anon,process,2,root,,1e-300,", "faults_per_sec \"1e-300\" is below anything a machine measures"),
+            ("anon,process,2,child,,5,1e-300", "overhead_vs_baseline \"1e-300\" is below anything"),
         ] {
             let err = RunFile::from_csv("x.csv".into(), &format!("{header}{row}\n")).unwrap_err().to_string();
             assert!(err.starts_with("x.csv: row 2: ") && err.contains(why), "{row}: {err}");

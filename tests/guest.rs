@@ -125,8 +125,9 @@ fn pure_v2_at_the_true_root() {
     // +memory at the root was enabled for the run, said, and taken back.
     assert!(read(dir, "main.err").contains("enabled memory in /sys/fs/cgroup/cgroup.subtree_control"));
     assert_eq!(read(dir, "subtree_before.txt"), read(dir, "subtree_after.txt"));
-    // No-internal-processes: a base with a process is refused with the rule named.
-    assert_eq!(rc(dir, "busy"), 1);
+    // No-internal-processes: a base with a process is refused with the rule named, as a
+    // usage error (exit 2).
+    assert_eq!(rc(dir, "busy"), 2);
     assert!(read(dir, "busy.err").contains("no-internal-processes"), "{}", read(dir, "busy.err"));
     // A delegated empty base works without a baseline, and is left as found.
     assert_eq!(rc(dir, "deleg"), 0, "{}", read(dir, "deleg.err"));

@@ -223,10 +223,12 @@ fn a_stalled_reader_yields_to_a_stop_signal() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    // A reader that never reads: opened, held, never read from.
-    let _reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
-    // 10 ms samples over 2 s: a JSON larger than a pipe's 64 KiB.
-    let quick = ["--base", BASE, "--duration", "2", "--interval", "0.01", "--cgroup", "child", "--json"];
+    // A reader that never reads: opened, held, never read from; its pipe holds one page, so
+    // the JSON fills it whatever the machine's CPU count makes its size.
+    let reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+    let one_page = |fd: i32| assert!(unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, 4096) } >= 4096);
+    one_page(std::os::fd::AsRawFd::as_raw_fd(&reader));
+    let quick = ["--base", BASE, "--duration", "1", "--cgroup", "child", "--json"];
     for (target, stop, option) in [(fifo.to_str().unwrap(), libc::SIGTERM, "--json "), ("-", libc::SIGINT, "--json -")] {
         let mut all = quick.to_vec();
         all.push(target);
@@ -235,6 +237,7 @@ fn a_stalled_reader_yields_to_a_stop_signal() {
         let _guard = KillOnDrop(pid);
         // The table comes just before the outputs: on stdout, or on stderr when stdout is one.
         let (stdout, stderr) = (child.stdout.take().unwrap(), drain(child.stderr.take().unwrap()));
+        one_page(std::os::fd::AsRawFd::as_raw_fd(&stdout));
         let table = if target == "-" { stderr.clone() } else { drain(stdout) };
         let deadline = Instant::now() + Duration::from_secs(120);
         while !table.lock().unwrap().contains("overhead:") {

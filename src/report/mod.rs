@@ -305,18 +305,18 @@ impl Report {
         let total = |counter: MemcgCounter| self.memcg_total(placement, tasks, counter).filter(|v| *v > 0);
         let mut parts = Vec::new();
         if let Some(pages) = total(|c| c.stat.pgsteal) {
-            parts.push(format!("{pages} pages reclaimed"));
+            parts.push(format!("{} pages reclaimed", crate::text::thousands(pages as f64)));
         } else if let Some(pages) = total(|c| c.stat.pgscan) {
-            parts.push(format!("{pages} pages scanned for reclaim"));
+            parts.push(format!("{} pages scanned for reclaim", crate::text::thousands(pages as f64)));
         }
         if let Some(hits) = total(|c| c.events.max) {
-            parts.push(format!("its memory limit hit {hits} times"));
+            parts.push(format!("its memory limit hit {} times", crate::text::thousands(hits as f64)));
         }
         if let Some(hits) = total(|c| c.events.high) {
-            parts.push(format!("memory.high hit {hits} times"));
+            parts.push(format!("memory.high hit {} times", crate::text::thousands(hits as f64)));
         }
         if let Some(kills) = total(|c| c.events.oom_kill) {
-            parts.push(format!("{kills} OOM kills"));
+            parts.push(format!("{} OOM kills", crate::text::thousands(kills as f64)));
         }
         let measured_us: f64 = self.of(placement, tasks).map(|m| m.run.elapsed_s() * 1e6).sum();
         if let Some(stalled) = total(|c| c.pressure.map(|p| p.some_us)) {
