@@ -130,11 +130,7 @@ fn file_backed_usemem_four_times_the_limit_reclaims_instead_of_oom() {
     for m in document["measurements"].as_array().unwrap() {
         let memcg = &m["run"]["memcg"];
         let reclaimed = memcg["pgsteal"].as_u64().or(memcg["pgpgout"].as_u64()).unwrap_or(0);
-        // Every page faulted in beyond the 16M limit (4096 pages) had to be reclaimed first;
-        // how far the workers read in 2 s depends on the machine's load, not the kernel.
-        let faulted = memcg["pgfault"].as_u64().or(memcg["pgpgin"].as_u64()).unwrap_or(0);
-        assert!(faulted > 4096 + 1024, "the workers read under 20M in 2 s: {memcg}");
-        assert!(reclaimed + 4096 + 256 >= faulted, "pages past the limit were not reclaimed: {memcg}");
+        assert!(reclaimed > 4096, "under 16M of pages reclaimed from 64M read: {memcg}");
         assert_eq!(memcg["events_oom_kill"].as_u64().unwrap_or(0), 0, "{memcg}");
     }
     let rows = read_csv(&csv);
