@@ -62,7 +62,10 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
         && let Some(signal) = run::signals::received()
     {
         // After the measuring: the outputs are as said above, each written whole or named.
-        say!("faultscale: {} while writing the results", Interrupted(signal));
+        say!(
+            "faultscale: {} while writing the results; each output not named in an error above is complete",
+            Interrupted(signal)
+        );
         return Ok(ExitCode::from(128 + signal as u8));
     }
     Ok(exit_status(&report, write_failed, rewritten))
@@ -196,6 +199,10 @@ fn exit_status(report: &Report, write_failed: bool, rewritten: bool) -> ExitCode
                 Interrupted(signal)
             ),
             0 => say!("faultscale: {}; no round of slices completed, nothing was written", Interrupted(signal)),
+            done if write_failed => say!(
+                "faultscale: {}; the {done} measurements of the completed slices, marked run_complete=false, are in each output not named in an error above",
+                Interrupted(signal)
+            ),
             done => say!(
                 "faultscale: {}; wrote the {done} measurements of the completed slices, marked run_complete=false",
                 Interrupted(signal)

@@ -58,8 +58,8 @@ fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> 
     match value {
         // A slice that counted nothing is a failed slice, never a row: a zero rate would only
         // give an infinite change in `compare`.
-        Some(v) if v == 0.0 && what == "faults_per_sec" => {
-            bail!("{name}: {row}: {what} {text:?}: no run writes a zero rate (a slice that counted nothing fails); is this a faultscale file?")
+        Some(v) if v == 0.0 && ["faults_per_sec", "overhead_vs_baseline", "throughput_vs_baseline", "ratio_vs_root"].contains(&what) => {
+            bail!("{name}: {row}: {what} {text:?}: no run writes a zero rate or ratio (a slice that counted nothing fails); is this a faultscale file?")
         }
         Some(v) if v > 0.0 && v < MIN_FIGURE => bail!(
             "{name}: {row}: {what} {text:?} is below anything a machine measures (at least {MIN_FIGURE:e} where not 0); is this a faultscale file?"
@@ -79,6 +79,15 @@ const MAX_FIGURE: f64 = 1e12;
 /// Nor does any come near this from below, but 0 (a placement without memcg time): a rate of
 /// one fault in 11 days, a ratio of a millionth. Past it, ratios of ratios overflow to +inf%.
 const MIN_FIGURE: f64 = 1e-6;
+
+/// A machine fact as `compare` may quote it in a warning: a line, not a 40 MB cell.
+fn fact_text(value: &str) -> String {
+    const MOST: usize = 200;
+    match value.char_indices().nth(MOST) {
+        Some((end, _)) => format!("{}...", &value[..end]),
+        None => value.to_string(),
+    }
+}
 
 const FACTS: [&str; 5] = ["kernel", "host", "cgroup_version", "thp_enabled", "governor"];
 
@@ -263,9 +272,11 @@ impl RunFile {
         if !(1..=1_000_000).contains(&row.tasks) {
             bail!("{name}: {place}: tasks {:?} is not a task count", &record[columns.tasks]);
         }
-        if let Some((column, _)) = row.figures().into_iter().find(|(_, value)| value.is_some_and(|v| !v.is_finite())) {
+        if let Some((column, _)) =
+            row.figures().into_iter().find(|(_, value)| value.is_some_and(|v| !v.is_finite() || v < 0.0))
+        {
             let text = columns.headers.iter().position(|h| h == column).map_or("", |i| &record[i]);
-            bail!("{name}: {place}: {column} {text:?} is not a finite number; is this a faultscale file?");
+            bail!("{name}: {place}: {column} {text:?} is not a finite, non-negative number; is this a faultscale file?");
         }
         // A slice that overran its time (stopped, starved) is in the file, flagged, but in no
         // mean or ratio: as in the run's own table.
@@ -300,7 +311,7 @@ impl RunFile {
         }
         for (fact, value) in csv_facts(&row) {
             if columns.has(fact) {
-                self.facts.entry(fact).or_insert_with(|| value.to_string());
+                self.facts.entry(fact).or_insert_with(|| fact_text(value));
             }
         }
         let throughput = row.throughput_vs_baseline.map(|v| number("throughput_vs_baseline", v)).transpose()?;
@@ -337,9 +348,19 @@ impl RunFile {
         let name = &self.name;
         let tasks = m["run"]["workers"].as_array().map(|w| w.len() as u64).unwrap_or(0);
         let placement = m["placement"].as_str().unwrap_or("?");
-        let number =
-            |what: &str, value: &serde_json::Value| figure(name, placement, what, value.as_f64(), &value.to_string());
+        let number = |what: &str, value: &serde_json::Value| {
+            let text = value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string());
+            figure(name, placement, what, value.as_f64(), &text)
+        };
         let rate = number("faults_per_sec", &m["faults_per_sec"])?;
+        // Figures compare does not use are checked too: a file is refused whole, not in part.
+        // (Finite and not negative, as the CSV's: a wait of 50 ns is 5e-8 s.)
+        for unused in ["ns_per_fault", "cpu_ns_per_fault", "on_cpu_s", "wait_s", "blocked_s", "steal_s"] {
+            let value = &m[unused];
+            if !value.is_null() && !value.as_f64().is_some_and(|v| v.is_finite() && v >= 0.0) {
+                bail!("{name}: {placement}: {unused} {value} is not a finite, non-negative number; is this a faultscale file?");
+            }
+        }
         let overran = &m["run"]["overran"];
         if !overran.is_null() && !overran.is_boolean() {
             bail!("{name}: {placement}: run.overran {overran} is not true or false; is this a faultscale --json file?");
@@ -393,7 +414,7 @@ impl RunFile {
         let machine = MACHINE_FACTS.iter().map(|fact| (*fact, &env["machine"][fact]));
         for (fact, value) in found.chain(machine).chain([("allowed_cpus", &env["allowed_cpus"])]) {
             if let Some(value) = value.as_str() {
-                self.facts.insert(fact, value.to_string());
+                self.facts.insert(fact, fact_text(value));
             }
         }
     }

@@ -143,6 +143,13 @@ fn bad_outputs_are_refused_before_anything_runs() {
     }
     assert_eq!(std::fs::read_to_string(&read_only).unwrap(), "keep");
     assert!(!same.exists() && !plain.exists());
+    // `--csv -` with stdout closed (`>&-`): Rust reopens it on /dev/null, where the CSV would
+    // vanish; refused as the output it cannot be.
+    let script = format!("exec {} --base {BASE} --duration 30 --csv - >&-", binary().display());
+    let output = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let said = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.contains("--csv -: standard output was closed when faultscale started"), "{said}");
 }
 
 /// #24.11: `--json /dev/stdout` is stdout by another name: the table goes to stderr, as with
@@ -600,11 +607,11 @@ fn sigkill_leaves_a_run_directory_that_cleanup_removes_and_another_kernels_is_ke
     let run_dir = dir.path().join(&files_in(dir.path())[0]);
     let this_boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
     assert_eq!(std::fs::read_to_string(run_dir.join("faultscale-boot-id")).unwrap(), this_boot.trim());
-    std::fs::write(run_dir.join("faultscale-boot-id"), "0d7b3a44-another-kernel").unwrap();
+    std::fs::write(run_dir.join("faultscale-boot-id"), "0d7b3a44-0000-4000-8000-000000000000").unwrap();
     let kept = cleanup(&["--tmpdir", dir.path().to_str().unwrap()]);
     let said = text(&kept.stdout);
     assert_eq!(kept.status.code(), Some(1), "{said}");
-    assert!(said.contains("made by another kernel (boot id 0d7b3a44-another-kernel"), "{said}");
+    assert!(said.contains("made by another kernel (boot id 0d7b3a44-0000-4000-8000-000000000000"), "{said}");
     assert!(run_dir.exists());
     std::fs::write(run_dir.join("faultscale-boot-id"), this_boot.trim()).unwrap();
     let sweep = cleanup(&["--tmpdir", dir.path().to_str().unwrap()]);

@@ -197,7 +197,7 @@ fn figures_no_machine_produces_are_refused_at_once() {
     let out = faultscale(&["compare", path.to_str().unwrap(), path.to_str().unwrap()]);
     let said = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("row 3: steal_s \"inf\" is not a finite number") && said.lines().count() == 1, "{said}");
+    assert!(said.contains("row 3: steal_s \"inf\" is not a finite, non-negative number") && said.lines().count() == 1, "{said}");
 }
 
 #[test]

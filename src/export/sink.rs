@@ -28,6 +28,23 @@ use anyhow::{Context, Result, anyhow, bail};
 use super::OutputPath;
 use crate::run::signals;
 
+/// Whether standard output was closed when faultscale started (`--csv - >&-`). Rust's runtime
+/// reopens a closed stdout on /dev/null before `main`, so this is read earlier, from the ELF
+/// constructors (.init_array), which run before the runtime's start-up.
+static STDOUT_CLOSED_AT_START: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static NOTE_CLOSED_STDOUT: extern "C" fn() = {
+    extern "C" fn note() {
+        // SAFETY: F_GETFD only asks whether descriptor 1 is open.
+        if unsafe { libc::fcntl(1, libc::F_GETFD) } == -1 {
+            STDOUT_CLOSED_AT_START.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    note
+};
+
 /// Symlink hops followed before giving up (the kernel's own limit is 40).
 const MAX_LINKS: usize = 40;
 
@@ -79,6 +96,9 @@ fn resolve(option: &str, text: &str) -> Result<Resolved> {
     }
     if text.ends_with('/') {
         bail!("{option} {text}: ends in /, which names a directory; give a file name");
+    }
+    if matches!(Path::new(text).as_os_str().as_bytes().rsplit(|&b| b == b'/').next(), Some(b".") | Some(b"..")) {
+        bail!("{option} {text}: ends in . or .., which name a directory; give a file name");
     }
     let mut path = absolute(Path::new(text))?;
     for _ in 0..MAX_LINKS {
@@ -208,6 +228,9 @@ impl Sink {
             Ok((Some(Identity::Inode(stat.dev(), stat.ino())), Target::Stream(file)))
         };
         let (identity, target) = match resolved {
+            Resolved::Descriptor(1) if STDOUT_CLOSED_AT_START.load(std::sync::atomic::Ordering::SeqCst) => {
+                bail!("{option} {text}: standard output was closed when faultscale started; give a file name, or open it")
+            }
             Resolved::Descriptor(fd) => {
                 // SAFETY: dup of a descriptor number; a bad one is an error, not UB.
                 let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
@@ -326,7 +349,17 @@ impl Write for Interruptible {
 fn claim(destination: &Path) -> Result<Option<File>> {
     let place = canonical_place(destination);
     let (Some(dir), Some(name)) = (place.parent(), place.file_name()) else { return Ok(None) };
-    let Ok(dir) = File::open(dir) else { return Ok(None) };
+    let dir = match File::open(dir) {
+        Ok(dir) => dir,
+        Err(e) => {
+            say!(
+                "faultscale: warning: {}: cannot open it ({e}), so another faultscale run writing {} would not be noticed",
+                dir.display(),
+                place.display()
+            );
+            return Ok(None);
+        }
+    };
     let offset = name_offset(name.as_bytes());
     let mut lock = byte_lock(libc::F_RDLCK, offset);
     // SAFETY: fcntl with a valid flock record on a descriptor we own.
@@ -390,7 +423,7 @@ impl Pending {
             Err(_) => {
                 let named = temporary_name(destination);
                 let file = OpenOptions::new().write(true).create_new(true).mode(mode).open(&named).map_err(|e| {
-                    anyhow!("cannot create a file in {} ({})", parent.display(), crate::run::files::creation_error(parent, &e))
+                    anyhow!("cannot create a file in {} ({})", parent.display(), crate::measure::machine::creation_error(parent, &e))
                 })?;
                 (file, Some(named))
             }

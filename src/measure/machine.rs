@@ -94,6 +94,20 @@ pub fn facts(cpus: &[usize]) -> Facts {
     ])
 }
 
+
+/// Why a file could not be made in `dir`, saying which space ran out: ENOSPC means no blocks
+/// or no inodes, and `df` shows only the blocks.
+pub fn creation_error(dir: &std::path::Path, error: &std::io::Error) -> String {
+    if error.raw_os_error() == Some(libc::ENOSPC)
+        && let Ok(stat) = nix::sys::statvfs::statvfs(dir)
+        && stat.files() > 0
+        && stat.files_available() == 0
+    {
+        return format!("{error}: the filesystem has no free inodes (df -i {})", dir.display());
+    }
+    error.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,11 +53,8 @@ pub fn run_directories(dry_run: bool, tmpdir: &Path) -> bool {
     let mut clean = true;
     for found in crate::run::files::leftovers(tmpdir) {
         let dir = match found {
-            Found::OtherKernel { dir, boot_id } => {
-                out!(
-                    "kept {}: made by another kernel (boot id {boot_id}; a guest sharing this directory, or an earlier boot); remove it by hand once no run of that kernel uses it",
-                    dir.display()
-                );
+            Found::Kept { dir, why } => {
+                out!("kept {}: {why}; remove it by hand once no run of that kernel uses it", dir.display());
                 clean = false;
                 continue;
             }

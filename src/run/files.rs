@@ -58,7 +58,9 @@ impl RunFiles {
         unsafe { libc::flock(liveness.as_raw_fd(), libc::LOCK_SH) };
         if let Some(id) = boot_id() {
             let marker = staged.join(BOOT_ID_FILE);
-            std::fs::write(&marker, id).with_context(|| format!("writing {}", marker.display()))?;
+            std::fs::write(&marker, id).map_err(|e| {
+                anyhow::anyhow!("writing {}: {}", marker.display(), crate::measure::machine::creation_error(staged, &e))
+            })?;
         }
         Ok(liveness)
     }
@@ -78,22 +80,13 @@ impl RunFiles {
 /// (read-only, full, no inodes, no permission) is found before measuring, said the same way.
 pub fn check_can_create(parent: &Path) -> Result<(), String> {
     let probe = parent.join(format!(".faultscale-check-{}", std::process::id()));
-    std::fs::create_dir(&probe).map_err(|e| format!("cannot create a directory there ({})", creation_error(parent, &e)))?;
+    let made = |e: std::io::Error, what: &str| format!("cannot create {what} there ({})", crate::measure::machine::creation_error(parent, &e));
+    std::fs::create_dir(&probe).map_err(|e| made(e, "a directory"))?;
+    // A file with content too: a directory fits where a file's inode or block no longer does.
+    let written = std::fs::write(probe.join(BOOT_ID_FILE), "0".repeat(64)).map_err(|e| made(e, "a file"));
+    let _ = std::fs::remove_file(probe.join(BOOT_ID_FILE));
     let _ = std::fs::remove_dir(&probe);
-    Ok(())
-}
-
-/// Why a file could not be made in `dir`, saying which space ran out: ENOSPC means no blocks
-/// or no inodes, and `df` shows only the blocks.
-pub fn creation_error(dir: &Path, error: &std::io::Error) -> String {
-    if error.raw_os_error() == Some(libc::ENOSPC)
-        && let Ok(stat) = nix::sys::statvfs::statvfs(dir)
-        && stat.files() > 0
-        && stat.files_available() == 0
-    {
-        return format!("{error}: the filesystem has no free inodes (df -i {})", dir.display());
-    }
-    error.to_string()
+    written
 }
 
 pub fn filesystem_name(magic: i64) -> String {
@@ -138,20 +131,22 @@ pub enum Found {
     /// (or by a faultscale from before the boot id was written).
     Leftover(PathBuf),
     /// Made by another kernel (another boot, or a guest sharing the directory): its lock means
-    /// nothing here, so it is kept.
-    OtherKernel { dir: PathBuf, boot_id: String },
+    /// nothing here, so it is kept; `why` says so, with the boot id or what stands in its place.
+    Kept { dir: PathBuf, why: String },
 }
 
 /// Run directories in `parent` that no live run of this kernel holds: named like a run's
-/// (`faultscale-<pid>-<8 hex digits>`) and locked by nobody. Those of another kernel are
-/// reported, never offered for removal.
+/// (`faultscale-<pid>-<8 hex digits>`, or its staging name `.faultscale-...new` once it holds
+/// a boot id, which a run writes only after taking the lock) and locked by nobody; and the
+/// empty `.faultscale-check-<pid>` probes older than a minute. Those of another kernel, or
+/// whose boot id cannot be read as one, are reported, never offered for removal.
 pub fn leftovers(parent: &Path) -> Vec<Found> {
     let Ok(entries) = std::fs::read_dir(parent) else { return Vec::new() };
     let this_boot = boot_id();
     let mut found: Vec<Found> = entries
         .flatten()
         .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
-        .filter(|e| is_run_name(&e.file_name().to_string_lossy()))
+        .filter(|e| is_leftover_name(&e.path()))
         .map(|e| e.path())
         .filter(|dir| {
             std::fs::File::open(dir).is_ok_and(|f| {
@@ -159,19 +154,70 @@ pub fn leftovers(parent: &Path) -> Vec<Found> {
                 unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
             })
         })
-        .map(|dir| match std::fs::read_to_string(dir.join(BOOT_ID_FILE)) {
-            Ok(id) if Some(id.trim()) != this_boot.as_deref() => Found::OtherKernel { dir, boot_id: id.trim().into() },
-            _ => Found::Leftover(dir),
+        .map(|dir| match recorded_boot_id(&dir) {
+            Ok(None) => Found::Leftover(dir),
+            Ok(Some(id)) if Some(&id) == this_boot.as_ref() => Found::Leftover(dir),
+            Ok(Some(id)) => Found::Kept {
+                dir,
+                why: format!("made by another kernel (boot id {id}; a guest sharing this directory, or an earlier boot)"),
+            },
+            Err(what) => Found::Kept { dir, why: format!("its {BOOT_ID_FILE} is not this kernel's ({what})") },
         })
         .collect();
     found.sort_by(|a, b| a.dir().cmp(b.dir()));
     found
 }
 
+/// Whether `dir` is named like something a run leaves: its directory, its staging name with
+/// the boot id written, or an old probe.
+fn is_leftover_name(dir: &Path) -> bool {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if is_run_name(&name) {
+        return true;
+    }
+    if let Some(staged) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".new")) {
+        return is_run_name(staged) && std::fs::symlink_metadata(dir.join(BOOT_ID_FILE)).is_ok();
+    }
+    let Some(pid) = name.strip_prefix(".faultscale-check-") else { return false };
+    let old = std::fs::metadata(dir)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > std::time::Duration::from_secs(60)));
+    !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) && old
+}
+
+/// The boot id a run directory records: None where it has none (made by a faultscale from
+/// before the boot id), or why what is there is no boot id (shown escaped). Read without
+/// following links or blocking, 64 bytes at most: a FIFO or /dev/zero put there by anyone
+/// with access to /tmp must not hang or exhaust `cleanup`.
+fn recorded_boot_id(dir: &Path) -> Result<Option<String>, String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let path = dir.join(BOOT_ID_FILE);
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(&path)
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("unreadable: {e}")),
+        Ok(file) => file,
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err("not a regular file".into());
+    }
+    let mut bytes = Vec::new();
+    file.take(64).read_to_end(&mut bytes).map_err(|e| format!("unreadable: {e}"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let id = text.trim();
+    let well_formed = id.len() == 36
+        && id.bytes().enumerate().all(|(i, b)| if [8, 13, 18, 23].contains(&i) { b == b'-' } else { b.is_ascii_hexdigit() });
+    if well_formed { Ok(Some(id.to_string())) } else { Err(format!("not a boot id: {:?}", id)) }
+}
+
 impl Found {
     pub fn dir(&self) -> &Path {
         match self {
-            Found::Leftover(dir) | Found::OtherKernel { dir, .. } => dir,
+            Found::Leftover(dir) | Found::Kept { dir, .. } => dir,
         }
     }
 }
@@ -224,15 +270,47 @@ mod tests {
         // Unlocked here, as a run of another kernel sharing the directory looks through hostfs.
         let theirs = parent.path().join("faultscale-7-0000beef");
         std::fs::create_dir(&theirs).unwrap();
-        std::fs::write(theirs.join(BOOT_ID_FILE), "another-kernel\n").unwrap();
+        std::fs::write(theirs.join(BOOT_ID_FILE), "0d7b3a44-0000-4000-8000-000000000000\n").unwrap();
         let ours = RunFiles::create(parent.path(), "faultscale-8-0000cafe", WorkloadKind::FileShared, 4096).unwrap();
         assert_eq!(std::fs::read_to_string(ours.path().join(BOOT_ID_FILE)).ok(), boot_id());
         // Ours is held by its live run: not found at all.
-        assert_eq!(
-            leftovers(parent.path()),
-            [Found::OtherKernel { dir: theirs.clone(), boot_id: "another-kernel".into() }]
+        let found = leftovers(parent.path());
+        assert!(
+            matches!(&found[..], [Found::Kept { dir, why }] if *dir == theirs && why.contains("boot id 0d7b3a44-0000-4000-8000-000000000000")),
+            "{found:?}"
         );
         assert!(ours.path().exists() && !parent.path().join(".faultscale-8-0000cafe.new").exists());
+        // What is no boot id is kept and said escaped; nothing blocks or reads without end.
+        let fifo = parent.path().join("faultscale-9-0000f1f0");
+        std::fs::create_dir(&fifo).unwrap();
+        nix::unistd::mkfifo(&fifo.join(BOOT_ID_FILE), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let odd = parent.path().join("faultscale-9-0000e5c0");
+        std::fs::create_dir(&odd).unwrap();
+        std::fs::write(odd.join(BOOT_ID_FILE), "\x1b[2J\n").unwrap();
+        let empty = parent.path().join("faultscale-9-0000e3e3");
+        std::fs::create_dir(&empty).unwrap();
+        std::fs::write(empty.join(BOOT_ID_FILE), "").unwrap();
+        let why = |dir: &Path| match leftovers(parent.path()).into_iter().find(|f| f.dir() == dir) {
+            Some(Found::Kept { why, .. }) => why,
+            other => panic!("{}: {other:?}", dir.display()),
+        };
+        assert!(why(&fifo).contains("not a regular file"));
+        assert!(why(&odd).contains(r#"not a boot id: "\u{1b}[2J""#), "{}", why(&odd));
+        assert!(why(&empty).contains(r#"not a boot id: """#));
+    }
+
+    #[test]
+    fn a_run_killed_while_staging_leaves_what_cleanup_finds() {
+        let parent = tempfile::tempdir().unwrap();
+        let staged = parent.path().join(".faultscale-5-0000abcd.new");
+        std::fs::create_dir(&staged).unwrap();
+        // Without the boot id the run may be between mkdir and its lock: not touched.
+        assert_eq!(leftovers(parent.path()), []);
+        std::fs::write(staged.join(BOOT_ID_FILE), boot_id().unwrap()).unwrap();
+        assert_eq!(leftovers(parent.path()), [Found::Leftover(staged)]);
+        // A probe is found once it is a minute old, never while a run may be using it.
+        std::fs::create_dir(parent.path().join(".faultscale-check-77")).unwrap();
+        assert_eq!(leftovers(parent.path()).len(), 1);
     }
 
     #[test]

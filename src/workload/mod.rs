@@ -519,7 +519,10 @@ pub(crate) fn fresh_file(path: &std::path::Path, len: u64) -> Result<std::fs::Fi
         .write(true)
         .create_new(true)
         .open(path)
-        .map_err(|e| format!("creating {}: {e}", path.display()))?;
+        .map_err(|e| {
+            let dir = path.parent().unwrap_or(std::path::Path::new("/"));
+            format!("creating {}: {}", path.display(), crate::measure::machine::creation_error(dir, &e))
+        })?;
     file.set_len(len).map_err(|e| format!("sizing {}: {e}", path.display()))?;
     Ok(file)
 }
