@@ -17,6 +17,8 @@ mmdebstrap --quiet --variant=minbase \
     bookworm "$dir" "$mirror"
 
 echo faultscale-guest > "$dir/etc/hostname"
+# pam_env reads it at every login; without it each su -l logs a warning.
+: > "$dir/etc/default/locale"
 # The kernel starts /init from an initramfs: systemd, which boots the image as a normal root
 # (no /etc/initrd-release), multi-user.target.
 ln -sf /lib/systemd/systemd "$dir/init"
@@ -30,7 +32,7 @@ done
 # The job: mount the runner's two 9p shares (in: read-only, the binary and scripts; out: the
 # results), run in/job.sh, keep its output and exit code in out, and power the guest off
 # whatever happens (the unit's Success/FailureAction).
-cat > "$dir/usr/local/sbin/faultscale-job" <<'JOB'
+cat > "$dir/usr/local/sbin/guest-job" <<'JOB'
 #!/bin/sh
 modprobe -a virtio_pci 9pnet_virtio 9p
 mkdir -p /mnt/in /mnt/out
@@ -42,8 +44,8 @@ echo $? > /mnt/out/job.rc
 sync
 exit 0
 JOB
-chmod 755 "$dir/usr/local/sbin/faultscale-job"
-cat > "$dir/etc/systemd/system/faultscale-job.service" <<'UNIT'
+chmod 755 "$dir/usr/local/sbin/guest-job"
+cat > "$dir/etc/systemd/system/guest-job.service" <<'UNIT'
 [Unit]
 Description=faultscale guest job
 After=multi-user.target systemd-logind.service systemd-user-sessions.service
@@ -52,7 +54,7 @@ FailureAction=poweroff-force
 
 [Service]
 Type=oneshot
-ExecStart=/usr/local/sbin/faultscale-job
+ExecStart=/usr/local/sbin/guest-job
 StandardOutput=journal+console
 StandardError=journal+console
 
@@ -60,4 +62,4 @@ StandardError=journal+console
 WantedBy=multi-user.target
 UNIT
 mkdir -p "$dir/etc/systemd/system/multi-user.target.wants"
-ln -sf ../faultscale-job.service "$dir/etc/systemd/system/multi-user.target.wants/faultscale-job.service"
+ln -sf ../guest-job.service "$dir/etc/systemd/system/multi-user.target.wants/guest-job.service"
