@@ -142,16 +142,8 @@ fn charge_samples(document: &serde_json::Value) -> HashMap<String, u64> {
 #[test]
 fn pure_v2_session_profile_and_topology() {
     let _serial = serial();
-    let options = [
-        "--smp",
-        "8,sockets=2,cores=2,threads=2",
-        "--numa",
-        "2",
-        "--set",
-        "FS_PROFILE=1",
-        "--set",
-        "FS_TOPOLOGY=1",
-    ];
+    let options =
+        ["--smp", "8,sockets=2,cores=2,threads=2", "--numa", "2", "--set", "FS_PROFILE=1", "--set", "FS_TOPOLOGY=1"];
     let Some(out) = boot("v2", &options, "scripts/guest/qemu-session.sh") else { return };
     let dir = out.path();
     session_scenarios(dir, true);
@@ -193,7 +185,10 @@ fn systemd_session_on_v1_hybrid() {
     // v1 has no no-internal-processes rule: the session's own memory cgroup works as a base.
     let self_rc = rc(dir, "self");
     assert!(self_rc == 0 || self_rc == 1, "{}", read(dir, "self.err"));
-    eprintln!("v1 hybrid, --base self in a session: exit {self_rc}: {}", read(dir, "self.err").lines().next().unwrap_or(""));
+    eprintln!(
+        "v1 hybrid, --base self in a session: exit {self_rc}: {}",
+        read(dir, "self.err").lines().next().unwrap_or("")
+    );
 }
 
 /// Per CPU, (package, core, siblings) as the guest's sysfs says.
