@@ -212,8 +212,7 @@ fn topology_assertions(dir: &Path) {
     assert!(sysfs.values().all(|t| t.2.contains(['-', ','])), "every CPU has an SMT sibling: {sysfs:?}");
     assert_eq!(read(dir, "sysfs_nodes.txt").trim(), "0-1");
 
-    // env says what sysfs says.
-    assert_eq!(rc(dir, "env"), 0);
+    // env (run in the first session) says what sysfs says.
     let env = read(dir, "env.out");
     assert!(env.contains("numa nodes:           0-1"), "{env}");
     assert!(env.contains("smt active:           1"), "{env}");
