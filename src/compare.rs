@@ -165,6 +165,14 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
             warnings.push(format!("{} vs {}: {fact} differs ({base_value} vs {new_value})", base.name, new.name));
         }
     }
+    for file in [base, new] {
+        if file.facts.get("virtualization").is_some_and(|v| v.starts_with("tcg")) {
+            warnings.push(format!(
+                "{}: measured in an emulated machine (QEMU's TCG): its figures show behaviour, not speeds, and rates from it are no kernel's speed",
+                file.name
+            ));
+        }
+    }
     let matched: Vec<&Key> = new.rates.keys().filter(|k| base.rates.contains_key(k) && k.placement.0).collect();
     for (file, other) in [(base, new), (new, base)] {
         let lacking = |f: &RunFile| matched.iter().any(|k| f.without_cpu_cost.contains(k));
@@ -270,6 +278,21 @@ mod tests {
         let single = csv_file("c.csv", "6.1", &[("root", 1, 120.0, 1.0)]);
         assert_eq!(compare(&base, &single)[0].significant, "?");
         assert!(differences(&base, &new).is_empty());
+    }
+
+    #[test]
+    fn figures_from_an_emulated_machine_are_flagged_as_no_speeds() {
+        let rows = [("root", 1, 100.0, 1.0), ("root", 2, 101.0, 1.0)];
+        let (mut base, mut new) = (csv_file("a.json", "6.1", &rows), csv_file("b.json", "6.1", &rows));
+        base.facts.insert("virtualization", "tcg (Standard PC (Q35 + ICH9, 2009))".into());
+        new.facts.insert("virtualization", "tcg (Standard PC (Q35 + ICH9, 2009))".into());
+        let warnings = differences(&base, &new);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].starts_with("a.json: measured in an emulated machine (QEMU's TCG)"), "{warnings:?}");
+        new.facts.insert("virtualization", "kvm".into());
+        let warnings = differences(&base, &new);
+        assert!(warnings.iter().any(|w| w.contains("virtualization differs")), "{warnings:?}");
+        assert_eq!(warnings.iter().filter(|w| w.contains("emulated")).count(), 1, "{warnings:?}");
     }
 
     #[test]

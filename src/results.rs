@@ -104,8 +104,17 @@ fn csv_facts(row: &Row) -> [(&'static str, &str); 5] {
 }
 
 /// Machine facts `compare` warns about when two JSON files differ in them.
-const MACHINE_FACTS: [&str; 8] =
-    ["smt_active", "numa_balancing", "mitigations", "swap", "zswap", "lru_gen", "overcommit_memory", "nmi_watchdog"];
+const MACHINE_FACTS: [&str; 9] = [
+    "smt_active",
+    "numa_balancing",
+    "mitigations",
+    "swap",
+    "zswap",
+    "lru_gen",
+    "overcommit_memory",
+    "nmi_watchdog",
+    "virtualization",
+];
 
 /// Settings that change what a row measures: rows that differ in one are not comparable.
 /// (Workload, mode, tasks and placement are in the row's key already.)

@@ -66,6 +66,55 @@ fn memcg_config() -> String {
     }
 }
 
+/// The hypervisor this kernel runs under, as the CPU says it: `none` where CPUID's hypervisor
+/// bit is clear; else the vendor signature of leaf 0x40000000 named (`kvm`, `tcg` for QEMU's
+/// emulator, `microsoft` for Hyper-V and Azure, `vmware`, `xen`, `bhyve`, `acrn`, `qnx`) or
+/// `unknown (SIGNATURE)`. A Xen PV guest (no bit) is found by /sys/hypervisor/type. Where DMI
+/// names the product (a cloud VM, or QEMU's `Standard PC`) it follows in parentheses. A
+/// container sees its host's CPU, so this names the machine's virtualization, not the container.
+pub fn virtualization() -> String {
+    let kind = match hypervisor_signature() {
+        None => match read_line_or("/sys/hypervisor/type", "") {
+            kind if kind.is_empty() => return "none".into(),
+            kind => kind,
+        },
+        Some(signature) => match signature.trim_end_matches('\0') {
+            "KVMKVMKVM" | "Linux KVM Hv" => "kvm".into(),
+            "TCGTCGTCGTCG" => "tcg".into(),
+            "Microsoft Hv" => "microsoft".into(),
+            "VMwareVMware" => "vmware".into(),
+            "XenVMMXenVMM" => "xen".into(),
+            "bhyve bhyve" => "bhyve".into(),
+            "ACRNACRNACRN" => "acrn".into(),
+            "QNXQVMBSQG" => "qnx".into(),
+            other => format!("unknown ({})", other.escape_debug()),
+        },
+    };
+    match read_line_or("/sys/class/dmi/id/product_name", "") {
+        product if product.is_empty() => kind,
+        product => format!("{kind} ({product})"),
+    }
+}
+
+/// CPUID leaf 0x40000000's vendor signature where leaf 1 sets the hypervisor bit (ECX bit 31).
+#[cfg(target_arch = "x86_64")]
+fn hypervisor_signature() -> Option<String> {
+    // CPUID exists on every x86_64 CPU and has no side effects.
+    let features = std::arch::x86_64::__cpuid(1);
+    if features.ecx & (1 << 31) == 0 {
+        return None;
+    }
+    // Leaf 0x40000000 is reserved for hypervisors once the bit is set.
+    let leaf = std::arch::x86_64::__cpuid(0x4000_0000);
+    let bytes: Vec<u8> = [leaf.ebx, leaf.ecx, leaf.edx].iter().flat_map(|r| r.to_le_bytes()).collect();
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn hypervisor_signature() -> Option<String> {
+    None
+}
+
 /// Every fact, for the CPUs a run uses.
 pub fn facts(cpus: &[usize]) -> Facts {
     let governors: Vec<String> = cpus
@@ -91,6 +140,7 @@ pub fn facts(cpus: &[usize]) -> Facts {
         ("governors", governors.join(" ")),
         ("boost", read_line_or("/sys/devices/system/cpu/cpufreq/boost", "unavailable")),
         ("memcg_config", memcg_config()),
+        ("virtualization", virtualization()),
     ])
 }
 

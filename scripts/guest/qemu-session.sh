@@ -1,0 +1,63 @@
+#!/bin/sh
+# The job of the QEMU systemd guests (scripts/qemu-guest, tests/qemu.rs): faultscale run as a
+# user runs it, from a real login session (su -l: pam_systemd registers session-cN.scope with
+# logind), on the layout the kernel command line chose (pure v2, or v1 hybrid with
+# systemd.unified_cgroup_hierarchy=0). Then the checks that a run leaves nothing: no faultscale
+# cgroup, no run-*.scope, no failed unit. With FS_PROFILE=1 in $FS_IN/settings, --profile at
+# the true root too; with FS_TOPOLOGY=1 (a guest of 2 packages x 2 cores x 2 threads on 2 NUMA
+# nodes, which no sysfs fixture can stand in for) the guest's own sysfs topology beside what
+# faultscale reports, cores-first's choice of CPUs, a task sweep and siblings:4 at the true
+# root: one boot for all, since each boot costs half a minute of emulation. Every output and
+# exit code goes to $FS_OUT for the test to assert on.
+B=$FS_IN/faultscale
+O=$FS_OUT
+[ -f "$FS_IN/settings" ] && . "$FS_IN/settings"
+
+# Two FIFOs the job holds open for reading and writing, so a terminal's input never ends:
+# idle (nothing typed; script(1) at end of input would hang) and keys (what is typed).
+mkfifo /run/idle /run/keys
+exec 3<> /run/idle 4<> /run/keys
+
+session() { # name, command line: typed at a terminal (a pty from script(1)) of a login shell
+    # of its own (su -l: pam_systemd registers a tty session with logind), reading KEYS (default
+    # idle). The wrapper's handler (not an ignore, which children would inherit) keeps it alive
+    # past a Ctrl-C to record the exit code.
+    name=$1; shift
+    printf 'trap : INT\n{ %s\n} > %s/%s.out 2> %s/%s.err\necho $? > %s/%s.rc\n' "$*" "$O" "$name" "$O" "$name" "$O" "$name" > "/run/session-$name.sh"
+    start=$(date +%s.%N)
+    script -qec "su -l root -c 'sh /run/session-$name.sh'" /dev/null < "${KEYS:-/run/idle}" > "$O/$name.terminal"
+    echo "$name $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s" >> "$O/seconds.txt"
+}
+
+session where 'cat /proc/self/cgroup; loginctl show-session --property=Id --property=Class --property=Type "$XDG_SESSION_ID"; '"$B env > $O/env.out"
+# The README's main command, shortened (--duration 5 there).
+session readme "$B --base new --cgroup child,nested:4 --duration 0.6 --csv $O/readme.csv"
+# The mission's command, shortened (--duration 60): the default base is the true root.
+session mission "$B --cgroup child --duration 0.6 --csv $O/mission.csv"
+# A login session's scope holds the shell: --base self must refuse in one line (v2's rule).
+session self "$B --base self --duration 0.3"
+# Ctrl-C typed on the session's terminal in the middle of a --base new run (a pty from
+# script(1): the line discipline sends SIGINT to the foreground process group).
+(sleep 8; printf '\003' > /run/keys) &
+KEYS=/run/keys session ctrl-c "$B --base new --cgroup child,nested:2 --duration 60"
+if [ "${FS_PROFILE:-0}" = 1 ]; then
+    session profile "$B --base root --cgroup child --tasks 2 --duration 2 --slices 2 --profile --json $O/profile.json"
+fi
+
+if [ "${FS_TOPOLOGY:-0}" = 1 ]; then
+    for cpu in /sys/devices/system/cpu/cpu[0-9]*; do
+        echo "${cpu##*/cpu} $(cat "$cpu/topology/physical_package_id") $(cat "$cpu/topology/core_id") $(cat "$cpu/topology/thread_siblings_list")"
+    done | sort -n > "$O/sysfs_topology.txt"
+    cat /sys/devices/system/node/online > "$O/sysfs_nodes.txt"
+    session cores-first "$B --cgroup child --tasks 4 --cpu-order cores-first --duration 0.4 --per-cpu --csv $O/cores-first.csv"
+    session sweep "$B --cgroup child --tasks 1..8 --duration 0.4 --csv $O/sweep.csv"
+    session siblings "$B --cgroup child,siblings:4 --tasks 8 --duration 0.4 --csv $O/siblings.csv"
+fi
+
+sleep 1
+find /sys/fs/cgroup -name 'faultscale-*' > "$O/leftover_cgroups.txt"
+systemctl list-units --all --no-legend --plain 'run-*.scope' > "$O/leftover_scopes.txt"
+systemctl --failed --no-legend --plain > "$O/failed_units.txt"
+ps -eo pid,args | grep '[f]aultscale' | grep -v '/run/session-' > "$O/leftover_processes.txt"
+journalctl -b -p warning --no-pager > "$O/journal_warnings.txt" 2>&1
+exit 0
