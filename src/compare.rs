@@ -168,7 +168,7 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
     for file in [base, new] {
         if file.facts.get("virtualization").is_some_and(|v| v.starts_with("tcg")) {
             warnings.push(format!(
-                "{}: measured in an emulated machine (QEMU's TCG): its figures show behaviour, not speeds, and rates from it are no kernel's speed",
+                "{}: measured in an emulated machine (QEMU's TCG, about a twentieth of native speed): its figures show behaviour, not a kernel's speed",
                 file.name
             ));
         }

@@ -34,15 +34,26 @@ v1)
 esac
 mount -t tmpfs tmpfs /run || fail "mounting /run"
 # A /tmp of the guest's own: through hostfs it is the host's, where this kernel cannot see a
-# host run's locks (a guest's `cleanup` must not judge the host's runs). The results
-# directory, often under the host's /tmp, is bound back at its own path. (/dev is the
-# guest's devtmpfs; /dev/shm gets a tmpfs there.)
-mkdir /run/out && mount --bind "$FS_OUT" /run/out || fail "binding $FS_OUT"
-mount -t tmpfs tmpfs /tmp && mkdir -p "$FS_OUT" && mount --bind /run/out "$FS_OUT" || {
-    echo "guest init: a /tmp of the guest's own" > /run/out/init-failed.txt
-    echo o > /proc/sysrq-trigger
-    exit 1
-}
+# host run's locks (a guest's `cleanup` must not judge the host's runs). What the guest needs
+# from the host's /tmp (a checkout there, the results directory) is bound back at its path,
+# one top-level entry each. (/dev is the guest's devtmpfs; /dev/shm gets a tmpfs there.)
+mkdir /run/host-tmp && mount --bind /tmp /run/host-tmp || fail "binding the host's /tmp"
+mount -t tmpfs tmpfs /tmp || fail "mounting /tmp"
+for needed in "$FS_OUT" "$FS_BIN" "$FS_SCENARIO" $(echo "$FS_TESTS" | tr : " "); do
+    case "$needed" in
+    /tmp/?*)
+        top=${needed#/tmp/}
+        top=${top%%/*}
+        [ -e "/tmp/$top" ] && continue
+        if [ -d "/run/host-tmp/$top" ]; then mkdir "/tmp/$top"; else : > "/tmp/$top"; fi
+        mount --bind "/run/host-tmp/$top" "/tmp/$top" || {
+            echo "guest init: binding /tmp/$top back" > "/run/host-tmp/$top/init-failed.txt"
+            echo o > /proc/sysrq-trigger
+            exit 1
+        }
+        ;;
+    esac
+done
 [ "$(stat -f -c %T /tmp)" = tmpfs ] || fail "/tmp is not the guest's"
 mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm || fail "mounting /dev/shm"
 
