@@ -38,7 +38,13 @@ session mission "$B --cgroup child --duration 0.6 --csv $O/mission.csv"
 session self "$B --base self --duration 0.3"
 # Ctrl-C typed on the session's terminal in the middle of a --base new run (a pty from
 # script(1): the line discipline sends SIGINT to the foreground process group).
-(sleep 8; printf '\003' > /run/keys) &
+# Typed once the run's workers are measuring (not after a fixed time: under emulation on a busy
+# host, the login and systemd-run's scope can take longer than any guess).
+(
+    for _ in $(seq 600); do pgrep -x faultscale-wkr >/dev/null && break; sleep 0.2; done
+    sleep 1
+    printf '\003' > /run/keys
+) &
 KEYS=/run/keys session ctrl-c "$B --base new --cgroup child,nested:2 --duration 60"
 if [ "${FS_PROFILE:-0}" = 1 ]; then
     session profile "$B --base root --cgroup child --tasks 2 --duration 2 --slices 2 --profile --json $O/profile.json"
