@@ -147,8 +147,9 @@ fn pure_v2_session_profile_and_topology() {
     let Some(out) = boot("v2", &options, "scripts/guest/qemu-session.sh") else { return };
     let dir = out.path();
     session_scenarios(dir, true);
-    // --base self in a session scope: one line, naming the rule and the way out.
-    assert_eq!(rc(dir, "self"), 1);
+    // --base self in a session scope: one line, naming the rule and the way out; a usage
+    // error (exit 2).
+    assert_eq!(rc(dir, "self"), 2);
     let err = read(dir, "self.err");
     assert!(err.lines().count() == 1 && err.contains("no-internal-processes") && err.contains("--base new"), "{err}");
 

@@ -38,12 +38,12 @@ session mission "$B --cgroup child --duration 0.6 --csv $O/mission.csv"
 session self "$B --base self --duration 0.3"
 # Ctrl-C typed on the session's terminal in the middle of a --base new run (a pty from
 # script(1): the line discipline sends SIGINT to the foreground process group).
-# Typed once the run's workers are measuring (not after a fixed time: under emulation on a busy
-# host, the login and systemd-run's scope can take longer than any guess).
+# Typed every 3 s from 8 s on until the session ends: under emulation on a busy host the login
+# and systemd-run's scope can take longer than any one guess, and a Ctrl-C typed before
+# faultscale runs is lost; one typed during its cleanup changes nothing (said in the README).
 (
-    for _ in $(seq 600); do pgrep -x faultscale-wkr >/dev/null && break; sleep 0.2; done
-    sleep 1
-    printf '\003' > /run/keys
+    sleep 8
+    while [ ! -f "$O/ctrl-c.rc" ]; do printf '\003' > /run/keys; sleep 3; done
 ) &
 KEYS=/run/keys session ctrl-c "$B --base new --cgroup child,nested:2 --duration 60"
 if [ "${FS_PROFILE:-0}" = 1 ]; then
