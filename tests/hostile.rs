@@ -320,6 +320,7 @@ fn a_cgroup_kept_busy_does_not_void_the_measurements() {
     let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("busy.csv");
+    let started = Instant::now();
     let child = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "1", "--csv", csv.to_str().unwrap()]);
     let pid = child.id();
     wait_running(&base, pid);
@@ -328,7 +329,9 @@ fn a_cgroup_kept_busy_does_not_void_the_measurements() {
     let tree = leaf_named(&trees_of(&base, pid).pop().unwrap(), "-child");
     let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
     std::fs::write(tree.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    let sleeper_pid = sleeper.id();
     let output = child.wait_with_output().unwrap();
+    let elapsed = started.elapsed();
     // Back into the test's own cgroup, then the tree can go.
     std::fs::write(own_memory_cgroup().join("cgroup.procs"), sleeper.id().to_string()).unwrap();
     sleeper.kill().unwrap();
@@ -343,6 +346,11 @@ fn a_cgroup_kept_busy_does_not_void_the_measurements() {
         "{stderr}"
     );
     assert!(stderr.contains("faultscale cleanup"), "{stderr}");
+    // Said at once, naming what holds it: the sleeper, then the child cgroup above it.
+    assert!(stderr.contains(&format!("it holds process {sleeper_pid} (sleep)")), "{stderr}");
+    assert!(stderr.contains("it holds the cgroup "), "{stderr}");
+    // 2 s of measuring; retrying each busy rmdir for 5 s took 12 s in all.
+    assert!(elapsed < Duration::from_secs(8), "removal waited ({elapsed:?} in all) for cgroups that stay busy");
     assert_eq!(read_csv(&csv).len(), 2, "the measurements were lost");
     assert!(text(&sweep.stdout).contains("removed"), "{}", text(&sweep.stdout));
 }

@@ -49,20 +49,53 @@ pub fn has_processes(cgroup_dir: &Path) -> Result<bool> {
     Ok(!read(&cgroup_dir.join("cgroup.procs"))?.trim().is_empty())
 }
 
-/// rmdir with a short retry on EBUSY (tasks still exiting). Never recursive: a cgroup with
-/// children or processes that are not ours stays.
+/// rmdir with a short retry on EBUSY while what holds the cgroup is on its way out (a task
+/// still exiting, or one reaped a moment ago). A cgroup held by a live process or by a child
+/// cgroup stays busy for as long as they stay, so that is said at once, naming them, instead
+/// of after five seconds of retries. Never recursive: a cgroup with children or processes that
+/// are not ours stays.
 pub fn remove_cgroup_dir(dir: &Path) -> std::io::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         match std::fs::remove_dir(dir) {
             Ok(()) => return Ok(()),
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                if let Some(holder) = lasting_holder(dir) {
+                    return Err(std::io::Error::new(ErrorKind::ResourceBusy, format!("{e}: it holds {holder}")));
+                }
+                if Instant::now() >= deadline {
+                    return Err(e);
+                }
                 std::thread::sleep(Duration::from_millis(10));
             }
             Err(e) => return Err(e),
         }
     }
+}
+
+/// PF_EXITING in /proc/PID/stat's flags (include/linux/sched.h): the task is in do_exit.
+const PF_EXITING: u32 = 0x4;
+
+/// What keeps a cgroup busy beyond a moment: a child cgroup, or a listed process that is
+/// neither exiting (PF_EXITING, a zombie) nor about to (SIGKILL pending, as a worker's
+/// PR_SET_PDEATHSIG delivers it). A pid this namespace cannot see counts as leaving.
+fn lasting_holder(dir: &Path) -> Option<String> {
+    let child = fs::read_dir(dir).ok()?.flatten().find(|e| e.file_type().is_ok_and(|t| t.is_dir()));
+    if let Some(child) = child {
+        return Some(format!("the cgroup {}", child.file_name().to_string_lossy()));
+    }
+    let procs = fs::read_to_string(dir.join("cgroup.procs")).ok()?;
+    procs.split_whitespace().filter_map(|p| p.parse::<i32>().ok()).find_map(|pid| {
+        let process = procfs::process::Process::new(pid).ok()?;
+        let stat = process.stat().ok()?;
+        let status = process.status().ok()?;
+        let sigkill = 1u64 << (libc::SIGKILL - 1);
+        let leaving = stat.flags & PF_EXITING != 0
+            || matches!(stat.state, 'Z' | 'X')
+            || (status.sigpnd | status.shdpnd) & sigkill != 0;
+        (!leaving).then(|| format!("process {pid} ({}), which is not exiting", stat.comm))
+    })
 }
 
 #[cfg(test)]
