@@ -231,58 +231,58 @@ const SAME_ON_EVERY_LAYOUT: [&str; 6] = [
 ];
 
 /// Every host integration test, run inside a pure-v2 guest in a login session's shape (beside
-/// another process in /user.slice/session.scope) and inside a pure-v1 guest, both guests at
-/// once (each has one CPU). What a guest cannot do is skipped by the tests themselves, and
-/// said ("skipped: ..."); everything else must pass there as it does here.
+/// another process in /user.slice/session.scope), the layout most users have and the host
+/// (hybrid) has not. What a guest cannot do is skipped by the tests themselves, and said
+/// ("skipped: ..."); everything else must pass there as it does here.
+///
+/// Not again in a pure-v1 guest: its rerun sat in a cgroup below the root as a CI job does,
+/// with v1's memory controller, which is this host's own run (hybrid: v1 memory, a v2 mount
+/// without it); what pure v1 alone has (no v2 mount, the true root) is pure_v1_at_the_true_root's.
+/// That rerun took 120 s of .ci/run's 12 minutes for no new path.
+///
+/// No lock: this one guest (one CPU) runs beside the scenario guests, which take turns on the
+/// other CPU; two guests at once is what a 2-CPU machine serves (four starved the scenarios'
+/// 0.5 s slices and fork's first iteration).
 #[test]
-fn every_integration_test_passes_in_a_v2_session_and_in_v1() {
-    // Two guests at once on their own: beside the scenario guests, four guests on a 2-CPU
-    // machine starved the scenarios' 0.5 s slices (overran) and fork's first iteration.
-    let _serial = serial();
+fn every_integration_test_passes_in_a_v2_session() {
     let executables = integration_test_executables();
     let list = executables.iter().map(|p| p.to_str().unwrap()).collect::<Vec<_>>().join(":");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/guest/tests.sh");
-    let boot_tests = |mode: &'static str| {
-        let list = list.clone();
-        let script = script.clone();
-        std::thread::spawn(move || {
-            let out = tempfile::tempdir().unwrap();
-            let runner = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/guest-run");
-            let status = std::process::Command::new(runner)
-                .args([mode, out.path().to_str().unwrap(), binary().to_str().unwrap(), "900"])
-                .env("GUEST_SCENARIO", script)
-                .env("GUEST_TESTS", list)
-                .env("GUEST_TEST_SKIPS", SAME_ON_EVERY_LAYOUT.join(":"))
-                .status()
-                .expect("running scripts/guest-run");
-            (mode, status, out)
-        })
-    };
-    let guests = [boot_tests("v2"), boot_tests("v1")];
-    for guest in guests {
-        let (mode, status, out) = guest.join().unwrap();
-        let dir = out.path();
-        let console = std::fs::read_to_string(dir.join("console.log")).unwrap_or_default();
-        assert!(status.success(), "guest {mode} failed: {status}\n{console}");
-        eprintln!(
-            "guest {mode}: {} s from boot to power-off; {}",
-            read(dir, "guest_seconds.txt").trim(),
-            read(dir, "tests-cgroup.txt").trim()
-        );
-        eprintln!("{}", read(dir, "tests-seconds.txt").trim());
-        let mut failed = Vec::new();
-        for exe in &executables {
-            let name = exe.file_name().unwrap().to_string_lossy();
-            let log = read(dir, &format!("test-{name}.log"));
-            // libtest may print "test NAME ... " before the test's own line: find it anywhere.
-            for skipped in log.lines().filter_map(|l| l.find("skipped: ").map(|at| &l[at..])) {
-                eprintln!("guest {mode}: {name}: {skipped}");
-            }
-            if read(dir, &format!("test-{name}.rc")).trim() != "0" {
-                failed.push(format!("---- guest {mode}: {name}\n{log}"));
-            }
+    let out = tempfile::tempdir().unwrap();
+    let runner = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/guest-run");
+    let mode = "v2";
+    let status = std::process::Command::new(runner)
+        .args([mode, out.path().to_str().unwrap(), binary().to_str().unwrap(), "900"])
+        .env("GUEST_SCENARIO", script)
+        .env("GUEST_TESTS", list)
+        .env("GUEST_TEST_SKIPS", SAME_ON_EVERY_LAYOUT.join(":"))
+        .status()
+        .expect("running scripts/guest-run");
+    let dir = out.path();
+    let console = std::fs::read_to_string(dir.join("console.log")).unwrap_or_default();
+    assert!(status.success(), "guest {mode} failed: {status}\n{console}");
+    eprintln!(
+        "guest {mode}: {} s from boot to power-off; {}",
+        read(dir, "guest_seconds.txt").trim(),
+        read(dir, "tests-cgroup.txt").trim()
+    );
+    eprintln!("{}", read(dir, "tests-seconds.txt").trim());
+    let mut failed = Vec::new();
+    for exe in &executables {
+        let name = exe.file_name().unwrap().to_string_lossy();
+        let log = read(dir, &format!("test-{name}.log"));
+        // libtest may print "test NAME ... " before the test's own line: find it anywhere.
+        for skipped in log.lines().filter_map(|l| l.find("skipped: ").map(|at| &l[at..])) {
+            eprintln!("guest {mode}: {name}: {skipped}");
         }
-        assert!(failed.is_empty(), "{}", failed.join("\n"));
-        assert_eq!(read(dir, "leftovers.txt"), "", "guest {mode}: faultscale cgroups left");
+        if read(dir, &format!("test-{name}.rc")).trim() != "0" {
+            failed.push(format!("---- guest {mode}: {name}\n{log}"));
+        }
     }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    // The layout-free tests were left out by name, each of them.
+    let hostile = executables.iter().find(|e| e.file_name().unwrap().to_string_lossy().starts_with("hostile-")).unwrap();
+    let log = read(dir, &format!("test-{}.log", hostile.file_name().unwrap().to_string_lossy()));
+    assert!(log.contains(&format!("{} filtered out", SAME_ON_EVERY_LAYOUT.len())), "{log}");
+    assert_eq!(read(dir, "leftovers.txt"), "", "guest {mode}: faultscale cgroups left");
 }

@@ -669,8 +669,10 @@ fn ctrl_z_during_fixed_work_flags_the_slice() {
     let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("fixed.csv");
+    // Work that lasts past the stop: 0.3 s before it, 1.5 s stopped.
+    let iterations = iterations_lasting(2.5).to_string();
     let args =
-        ["--base", BASE, "--no-baseline", "--iterations", "3000", "--slices", "1", "--csv", csv.to_str().unwrap()];
+        ["--base", BASE, "--no-baseline", "--iterations", &iterations, "--slices", "1", "--csv", csv.to_str().unwrap()];
     let child = spawn(&args);
     let pid = child.id();
     wait_running(&base, pid);

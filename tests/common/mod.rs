@@ -198,6 +198,21 @@ pub fn run_clean(base: &Path, args: &[&str]) -> (u32, Output) {
     (pid, output)
 }
 
+/// Iterations of the default workload one worker does in about `seconds` on this kernel,
+/// measured with a short fixed-work run: a user-mode-linux guest faults some 25 times slower
+/// than its host, so one fixed count is too short for a test on one or an age on the other.
+#[allow(dead_code)] // Not every test file fixes its work in time.
+pub fn iterations_lasting(seconds: f64) -> u64 {
+    const PROBE: f64 = 100.0;
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("probe.csv");
+    let args = ["--base", BASE, "--no-baseline", "--iterations", "100", "--slices", "1", "--csv", csv.to_str().unwrap()];
+    let (_, output) = run(&args);
+    assert!(output.status.success(), "the probe run: {}", text(&output.stderr));
+    let probe_s = number(&read_csv(&csv)[0], "duration_s");
+    ((seconds / probe_s * PROBE) as u64).max(PROBE as u64)
+}
+
 /// Names of the files in a directory (an output directory must hold no temporary leftovers).
 pub fn files_in(dir: &Path) -> Vec<std::ffi::OsString> {
     std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name()).collect()
