@@ -16,6 +16,7 @@
 mod common;
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Command;
 
@@ -243,4 +244,107 @@ fn topology_assertions(dir: &Path) {
     assert!(placements(&rows).contains(&"siblings:4"), "{:?}", placements(&rows));
     assert!(rows.iter().all(|r| number(r, "faults_per_sec") > 0.0));
     assert_eq!(read(dir, "leftover_cgroups.txt").trim(), "", "faultscale cgroups left");
+}
+
+/// A script's run that must stop at its argument checks: its exit code and stderr.
+fn refused(script: &str, args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> (Option<i32>, String) {
+    let output = Command::new(root().join(script))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("running the script (needs bash)");
+    (output.status.code(), text(&output.stderr))
+}
+
+/// A careless user's mistakes, each refused in one line (exit 2) before anything is fetched,
+/// built or booted (these take milliseconds, not a guest's minute), and no OUTDIR left behind.
+#[test]
+fn qemu_guest_refuses_bad_arguments_before_booting() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    let junk = dir.join("junk.bin");
+    std::fs::write(&junk, "not a kernel").unwrap();
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let job = root().join("scripts/guest/qemu-ab.sh");
+    let binary = binary();
+    let out = dir.join("out");
+    let package = "linux-image-amd64";
+    let s = |v: &str| v.to_string();
+    let p = |v: &Path| v.to_str().unwrap().to_string();
+    let positional = |kernel: String| vec![kernel, p(&out), p(&job), p(&binary)];
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec![s("--smp")], "--smp needs a value"),
+        ([vec![s("--set"), s("FOO")], positional(s(package))].concat(), "give NAME=VALUE"),
+        ([vec![s("--set"), s("a;b=1")], positional(s(package))].concat(), "give NAME=VALUE"),
+        ([vec![s("--smp"), s("0")], positional(s(package))].concat(), "at least one CPU"),
+        ([vec![s("--smp"), s("abc")], positional(s(package))].concat(), "give a CPU count"),
+        ([vec![s("--numa"), s("3")], positional(s(package))].concat(), "split evenly"),
+        ([vec![s("--numa"), s("x")], positional(s(package))].concat(), "number of NUMA nodes"),
+        ([vec![s("--mem"), s("10")], positional(s(package))].concat(), "at least 512"),
+        ([vec![s("--timeout"), s("-1")], positional(s(package))].concat(), "--timeout '-1'"),
+        ([vec![s("--timeout"), s("0")], positional(s(package))].concat(), "at least 1"),
+        ([vec![s("--modules"), p(dir)], positional(s(package))].concat(), "--modules is for a kernel given as a file"),
+        (positional(p(dir)), "is a directory"),
+        (positional(p(&junk)), "is not a kernel image"),
+        (positional(s("./bzImage")), "no such file"),
+        (positional(s("bash")), "neither a file nor a Debian kernel package"),
+        (vec![s(package), p(&out), p(&dir.join("missing.sh")), p(&binary)], "JOB"),
+        (vec![s(package), p(&out), p(&job), p(&dir.join("missing"))], "BINARY"),
+        (vec![s(package), p(&file), p(&job), p(&binary)], "OUTDIR"),
+    ];
+    for (args, message) in cases {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+        let (code, stderr) = refused("scripts/qemu-guest", &args, &[]);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.lines().count() == 1 && stderr.contains(message), "{args:?}: {message} in {stderr}");
+        assert!(!out.exists(), "{args:?} left OUTDIR behind");
+    }
+    // --check: arguments that pass, and still nothing made.
+    let vmlinux = dir.join("vmlinux");
+    std::fs::write(&vmlinux, b"\x7fELF and no kernel").unwrap();
+    let args = [OsStr::new("--check"), vmlinux.as_os_str(), out.as_os_str(), job.as_os_str(), binary.as_os_str()];
+    let (code, stderr) = refused("scripts/qemu-guest", &args, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!out.exists(), "--check made OUTDIR");
+}
+
+/// kernel-ab checks both kernels, the binary and its output directory before the first boot.
+#[test]
+fn kernel_ab_refuses_bad_arguments_before_booting() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    let vmlinux = dir.join("vmlinux");
+    std::fs::write(&vmlinux, b"\x7fELF and no kernel").unwrap();
+    let junk = dir.join("junk.bin");
+    std::fs::write(&junk, "not a kernel").unwrap();
+    let out = dir.join("kab");
+    let binary = binary();
+    let os = |p: &Path| p.as_os_str().to_owned();
+    let env = |out: &Path| vec![("KERNEL_AB_OUT", os(out)), ("FAULTSCALE", os(&binary))];
+    let run = |args: &[&str], env: Vec<(&str, std::ffi::OsString)>| {
+        let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+        let env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
+        refused("scripts/kernel-ab", &args, &env)
+    };
+    let (a, b) = (vmlinux.to_str().unwrap(), junk.to_str().unwrap());
+
+    // No `--`: the usage, and only the usage (it once printed the whole script).
+    let (code, stderr) = run(&[a, a, "--duration", "1"], env(&out));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.starts_with("# usage") && stderr.lines().all(|l| l.starts_with('#')), "{stderr}");
+
+    for (args, env, message) in [
+        (vec!["--smp"], env(&out), "--smp needs a value"),
+        (vec!["--modules", a, a, a, "--"], env(&out), "--modules-a DIR or --modules-b DIR"),
+        (vec![a, b, "--", "--duration", "1"], env(&out), "is not a kernel image"),
+        (vec!["--mem", "10", a, a, "--"], env(&out), "at least 512"),
+        (vec![a, a, "--"], env(&vmlinux), "KERNEL_AB_OUT"),
+        (vec![a, a, "--"], vec![("KERNEL_AB_OUT", os(&out)), ("FAULTSCALE", "/bin/true".into())], "is not faultscale"),
+    ] {
+        let (code, stderr) = run(&args, env);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.lines().count() == 1 && stderr.contains(message), "{args:?}: {message} in {stderr}");
+        assert!(!out.exists(), "{args:?} left KERNEL_AB_OUT behind");
+    }
 }
