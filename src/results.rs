@@ -58,8 +58,14 @@ fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> 
     match value {
         // A slice that counted nothing is a failed slice, never a row: a zero rate would only
         // give an infinite change in `compare`.
-        Some(v) if v == 0.0 && ["faults_per_sec", "overhead_vs_baseline", "throughput_vs_baseline", "ratio_vs_root"].contains(&what) => {
-            bail!("{name}: {row}: {what} {text:?}: no run writes a zero rate or ratio (a slice that counted nothing fails); is this a faultscale file?")
+        Some(v)
+            if v == 0.0
+                && ["faults_per_sec", "overhead_vs_baseline", "throughput_vs_baseline", "ratio_vs_root"]
+                    .contains(&what) =>
+        {
+            bail!(
+                "{name}: {row}: {what} {text:?}: no run writes a zero rate or ratio (a slice that counted nothing fails); is this a faultscale file?"
+            )
         }
         Some(v) if v > 0.0 && v < MIN_FIGURE => bail!(
             "{name}: {row}: {what} {text:?} is below anything a machine measures (at least {MIN_FIGURE:e} where not 0); is this a faultscale file?"
@@ -285,7 +291,9 @@ impl RunFile {
             row.figures().into_iter().find(|(_, value)| value.is_some_and(|v| !v.is_finite() || v < 0.0))
         {
             let text = columns.headers.iter().position(|h| h == column).map_or("", |i| &record[i]);
-            bail!("{name}: {place}: {column} {text:?} is not a finite, non-negative number; is this a faultscale file?");
+            bail!(
+                "{name}: {place}: {column} {text:?} is not a finite, non-negative number; is this a faultscale file?"
+            );
         }
         // A slice that overran its time (stopped, starved) is in the file, flagged, but in no
         // mean or ratio: as in the run's own table.
@@ -367,7 +375,9 @@ impl RunFile {
         for unused in ["ns_per_fault", "cpu_ns_per_fault", "on_cpu_s", "wait_s", "blocked_s", "steal_s"] {
             let value = &m[unused];
             if !value.is_null() && !value.as_f64().is_some_and(|v| v.is_finite() && v >= 0.0) {
-                bail!("{name}: {placement}: {unused} {value} is not a finite, non-negative number; is this a faultscale file?");
+                bail!(
+                    "{name}: {placement}: {unused} {value} is not a finite, non-negative number; is this a faultscale file?"
+                );
             }
         }
         let overran = &m["run"]["overran"];

@@ -236,7 +236,8 @@ fn a_stalled_reader_yields_to_a_stop_signal() {
     let one_page = |fd: i32| assert!(unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, 4096) } >= 4096);
     one_page(std::os::fd::AsRawFd::as_raw_fd(&reader));
     let quick = ["--base", BASE, "--duration", "1", "--cgroup", "child", "--json"];
-    for (target, stop, option) in [(fifo.to_str().unwrap(), libc::SIGTERM, "--json "), ("-", libc::SIGINT, "--json -")] {
+    for (target, stop, option) in [(fifo.to_str().unwrap(), libc::SIGTERM, "--json "), ("-", libc::SIGINT, "--json -")]
+    {
         let mut all = quick.to_vec();
         all.push(target);
         let mut child = spawn(&all);
@@ -813,7 +814,8 @@ fn a_tmpdir_or_output_place_that_cannot_take_files_is_named_why() {
         said = said.display(),
     );
     let started = Instant::now();
-    let output = Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &script]).output().unwrap();
+    let output =
+        Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &script]).output().unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
     let case = |name: &str| {
         let rc: i32 = std::fs::read_to_string(said.join(format!("{name}.rc"))).unwrap().trim().parse().unwrap();

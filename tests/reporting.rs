@@ -197,7 +197,10 @@ fn figures_no_machine_produces_are_refused_at_once() {
     let out = faultscale(&["compare", path.to_str().unwrap(), path.to_str().unwrap()]);
     let said = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("row 3: steal_s \"inf\" is not a finite, non-negative number") && said.lines().count() == 1, "{said}");
+    assert!(
+        said.contains("row 3: steal_s \"inf\" is not a finite, non-negative number") && said.lines().count() == 1,
+        "{said}"
+    );
 }
 
 #[test]
@@ -315,7 +318,8 @@ fn compare_checks_the_file_it_opened_not_the_path() {
     std::os::unix::fs::symlink(&run, &link).unwrap();
     let stop = std::sync::Arc::new(AtomicBool::new(false));
     let flipper = {
-        let (stop, dir, run, fifo, link) = (stop.clone(), dir.path().to_path_buf(), run.clone(), fifo.clone(), link.clone());
+        let (stop, dir, run, fifo, link) =
+            (stop.clone(), dir.path().to_path_buf(), run.clone(), fifo.clone(), link.clone());
         std::thread::spawn(move || {
             let staged = dir.join("staged");
             for target in [&run, &fifo].into_iter().cycle() {
@@ -379,7 +383,11 @@ fn one_digit_more_or_less_does_not_move_an_interval() {
         assert!(out.status.success(), "{}", text(&out.stderr));
         let mut reader = csv::Reader::from_reader(out.stdout.as_slice());
         let headers = reader.headers().unwrap().clone();
-        let child = reader.records().map(Result::unwrap).find(|r| &r[headers.iter().position(|h| h == "placement").unwrap()] == "child").unwrap();
+        let child = reader
+            .records()
+            .map(Result::unwrap)
+            .find(|r| &r[headers.iter().position(|h| h == "placement").unwrap()] == "child")
+            .unwrap();
         let get = |name: &str| child[headers.iter().position(|h| h == name).unwrap()].parse::<f64>().unwrap();
         (get("overhead_change_low_pct"), get("overhead_change_high_pct"))
     };

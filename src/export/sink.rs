@@ -229,7 +229,9 @@ impl Sink {
         };
         let (identity, target) = match resolved {
             Resolved::Descriptor(1) if STDOUT_CLOSED_AT_START.load(std::sync::atomic::Ordering::SeqCst) => {
-                bail!("{option} {text}: standard output was closed when faultscale started; give a file name, or open it")
+                bail!(
+                    "{option} {text}: standard output was closed when faultscale started; give a file name, or open it"
+                )
             }
             Resolved::Descriptor(fd) => {
                 // SAFETY: dup of a descriptor number; a bad one is an error, not UB.
@@ -390,7 +392,9 @@ fn byte_lock(kind: libc::c_int, offset: i64) -> libc::flock {
 /// A stable offset for a file name (64-bit FNV-1a, below i64::MAX): the same in every run and
 /// every version, so two faultscale builds see each other's claims.
 fn name_offset(name: &[u8]) -> i64 {
-    let hash = name.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3));
+    let hash = name
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3));
     (hash % (i64::MAX as u64 - 1)) as i64
 }
 
@@ -423,7 +427,11 @@ impl Pending {
             Err(_) => {
                 let named = temporary_name(destination);
                 let file = OpenOptions::new().write(true).create_new(true).mode(mode).open(&named).map_err(|e| {
-                    anyhow!("cannot create a file in {} ({})", parent.display(), crate::measure::machine::creation_error(parent, &e))
+                    anyhow!(
+                        "cannot create a file in {} ({})",
+                        parent.display(),
+                        crate::measure::machine::creation_error(parent, &e)
+                    )
                 })?;
                 (file, Some(named))
             }

@@ -144,7 +144,6 @@ pub fn facts(cpus: &[usize]) -> Facts {
     ])
 }
 
-
 /// Why a file could not be made in `dir`, saying which space ran out: ENOSPC means no blocks
 /// or no inodes, and `df` shows only the blocks.
 pub fn creation_error(dir: &std::path::Path, error: &std::io::Error) -> String {

@@ -260,7 +260,9 @@ impl Report {
         Some(MemcgCost {
             share: totals.memcg_share()?,
             ns_per_fault: ns.mean,
-            low: ns.half_width.map(|h| ns.mean - h),
+            // A cost has no negative values: with few slices the t interval reaches below 0
+            // (with 2 slices t is 12.7), so it is cut at 0 rather than printed below.
+            low: ns.half_width.map(|h| (ns.mean - h).max(0.0)),
             high: ns.half_width.map(|h| ns.mean + h),
             samples: totals.samples,
             lost: totals.lost,
@@ -482,7 +484,8 @@ pub struct MemcgCost {
     /// Its share of the workers' samples, pooled over the slices.
     pub share: f64,
     /// CPU ns per fault spent there: mean over the slices, with a 95% Student-t interval over
-    /// the slices (runs scatter more than sample counting alone would say).
+    /// the slices (runs scatter more than sample counting alone would say), its low end cut
+    /// at 0.
     pub ns_per_fault: f64,
     pub low: Option<f64>,
     pub high: Option<f64>,
@@ -580,6 +583,22 @@ fn placement_name<S: serde::Serializer>(placement: &&Placement, serializer: S) -
 mod tests {
     use super::*;
     use fixture::synthetic_report;
+
+    #[test]
+    fn the_memcg_cost_interval_stops_at_zero() {
+        // Two slices, memcg 1% and 40% of the samples: the t interval (t = 12.7 at 1 degree of
+        // freedom) reaches far below 0 ns, which no cost can be.
+        let mut report = synthetic_report(&[(100_000.0, 90_000.0), (100_000.0, 90_000.0)]);
+        for (index, m) in report.measurements.iter_mut().enumerate() {
+            let memcg_samples = if index < 2 { 10 } else { 400 };
+            m.run.profile = Some(ProfileCounts { samples: 1000, memcg_samples, ..Default::default() });
+        }
+        let summaries = report.summaries();
+        let memcg = summaries[1].memcg.as_ref().unwrap();
+        assert!(memcg.ns_per_fault > 0.0);
+        assert_eq!(memcg.low, Some(0.0));
+        assert!(memcg.high.unwrap() > 2.0 * memcg.ns_per_fault);
+    }
 
     #[test]
     fn summaries_and_ratios_come_from_paired_repetitions() {

@@ -36,7 +36,8 @@ impl RunFiles {
         std::fs::create_dir(&staged)
             .with_context(|| format!("--tmpdir {}: creating {}", parent.display(), staged.display()))?;
         let prepared = Self::prepare(&staged).and_then(|liveness| {
-            std::fs::rename(&staged, &dir).with_context(|| format!("renaming {} to {}", staged.display(), dir.display()))?;
+            std::fs::rename(&staged, &dir)
+                .with_context(|| format!("renaming {} to {}", staged.display(), dir.display()))?;
             Ok(liveness)
         });
         let liveness = prepared.inspect_err(|_| {
@@ -80,7 +81,9 @@ impl RunFiles {
 /// (read-only, full, no inodes, no permission) is found before measuring, said the same way.
 pub fn check_can_create(parent: &Path) -> Result<(), String> {
     let probe = parent.join(format!(".faultscale-check-{}", std::process::id()));
-    let made = |e: std::io::Error, what: &str| format!("cannot create {what} there ({})", crate::measure::machine::creation_error(parent, &e));
+    let made = |e: std::io::Error, what: &str| {
+        format!("cannot create {what} there ({})", crate::measure::machine::creation_error(parent, &e))
+    };
     std::fs::create_dir(&probe).map_err(|e| made(e, "a directory"))?;
     // A file with content too: a directory fits where a file's inode or block no longer does.
     let written = std::fs::write(probe.join(BOOT_ID_FILE), "0".repeat(64)).map_err(|e| made(e, "a file"));
@@ -159,7 +162,9 @@ pub fn leftovers(parent: &Path) -> Vec<Found> {
             Ok(Some(id)) if Some(&id) == this_boot.as_ref() => Found::Leftover(dir),
             Ok(Some(id)) => Found::Kept {
                 dir,
-                why: format!("made by another kernel (boot id {id}; a guest sharing this directory, or an earlier boot)"),
+                why: format!(
+                    "made by another kernel (boot id {id}; a guest sharing this directory, or an earlier boot)"
+                ),
             },
             Err(what) => Found::Kept { dir, why: format!("its {BOOT_ID_FILE} is not this kernel's ({what})") },
         })
@@ -210,7 +215,10 @@ fn recorded_boot_id(dir: &Path) -> Result<Option<String>, String> {
     let text = String::from_utf8_lossy(&bytes);
     let id = text.trim();
     let well_formed = id.len() == 36
-        && id.bytes().enumerate().all(|(i, b)| if [8, 13, 18, 23].contains(&i) { b == b'-' } else { b.is_ascii_hexdigit() });
+        && id
+            .bytes()
+            .enumerate()
+            .all(|(i, b)| if [8, 13, 18, 23].contains(&i) { b == b'-' } else { b.is_ascii_hexdigit() });
     if well_formed { Ok(Some(id.to_string())) } else { Err(format!("not a boot id: {:?}", id)) }
 }
 

@@ -514,15 +514,10 @@ pub(crate) unsafe fn touch_pages(start: *mut u8, len: usize, page_size: usize) {
 /// bytes and opens it read-write.
 pub(crate) fn fresh_file(path: &std::path::Path, len: u64) -> Result<std::fs::File, String> {
     let _ = std::fs::remove_file(path);
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| {
-            let dir = path.parent().unwrap_or(std::path::Path::new("/"));
-            format!("creating {}: {}", path.display(), crate::measure::machine::creation_error(dir, &e))
-        })?;
+    let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(path).map_err(|e| {
+        let dir = path.parent().unwrap_or(std::path::Path::new("/"));
+        format!("creating {}: {}", path.display(), crate::measure::machine::creation_error(dir, &e))
+    })?;
     file.set_len(len).map_err(|e| format!("sizing {}: {e}", path.display()))?;
     Ok(file)
 }

@@ -206,7 +206,8 @@ pub fn iterations_lasting(seconds: f64) -> u64 {
     const PROBE: f64 = 100.0;
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("probe.csv");
-    let args = ["--base", BASE, "--no-baseline", "--iterations", "100", "--slices", "1", "--csv", csv.to_str().unwrap()];
+    let args =
+        ["--base", BASE, "--no-baseline", "--iterations", "100", "--slices", "1", "--csv", csv.to_str().unwrap()];
     let (_, output) = run(&args);
     assert!(output.status.success(), "the probe run: {}", text(&output.stderr));
     let probe_s = number(&read_csv(&csv)[0], "duration_s");
