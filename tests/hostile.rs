@@ -269,6 +269,49 @@ fn a_stalled_reader_yields_to_a_stop_signal() {
         assert_eq!(status.code(), Some(128 + stop), "{target}: {said}");
         assert!(said.contains(&format!("writing {option}")) && said.contains("stopped by SIG"), "{said}");
     }
+
+    // A run whose measuring SIGINT ended, then whose write to that (still full) FIFO SIGTERM
+    // ended: the write names SIGTERM, what stopped it, not the first signal of the run; the
+    // exit code is still the interruption's.
+    let mut child = spawn(&[
+        "--base",
+        BASE,
+        "--duration",
+        "20",
+        "--slices",
+        "20",
+        "--cgroup",
+        "child",
+        "--json",
+        fifo.to_str().unwrap(),
+    ]);
+    let pid = child.id();
+    let _guard = KillOnDrop(pid);
+    let (table, stderr) = (drain(child.stdout.take().unwrap()), drain(child.stderr.take().unwrap()));
+    wait_running(&base, pid);
+    // One round (a 1 s slice of each placement) complete, then the second under way.
+    std::thread::sleep(Duration::from_millis(3000));
+    signal(pid, libc::SIGINT);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !table.lock().unwrap().contains("overhead:") {
+        assert!(Instant::now() < deadline, "no table after SIGINT: {}", stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    signal(pid, libc::SIGTERM);
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(5), "still running 5 s after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_nothing_left(&base, pid);
+    std::thread::sleep(Duration::from_millis(100));
+    let said = stderr.lock().unwrap().clone();
+    assert!(said.contains("stopped by SIGTERM while writing"), "{said}");
+    assert_eq!(status.code(), Some(128 + libc::SIGINT), "{said}");
 }
 
 #[test]

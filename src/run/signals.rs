@@ -11,6 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, sigaction, sigprocmask};
 
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
+/// The latest terminating signal: what stopped a write after the measuring, where the first
+/// (RECEIVED) may have stopped the measuring itself.
+static LATEST: AtomicI32 = AtomicI32::new(0);
 /// Every terminating signal counts, the first and those after it: a write that blocks after
 /// the run was stopped is still ended by the next one.
 static DELIVERED: AtomicU32 = AtomicU32::new(0);
@@ -20,6 +23,7 @@ static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
 extern "C" fn note_signal(signal: libc::c_int) {
     // Keep the first signal: it decides the exit code.
     let _ = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+    LATEST.store(signal, Ordering::SeqCst);
     DELIVERED.fetch_add(1, Ordering::SeqCst);
 }
 
@@ -165,6 +169,14 @@ pub fn stop_baseline() -> u32 {
     match DELIVERED_WHEN_MEASURED.load(Ordering::SeqCst) {
         u32::MAX => delivered(),
         count => count,
+    }
+}
+
+/// The latest terminating signal received, if any.
+pub fn latest() -> Option<i32> {
+    match LATEST.load(Ordering::SeqCst) {
+        0 => None,
+        signal => Some(signal),
     }
 }
 
