@@ -261,7 +261,7 @@ fn measure_all(
                 // Whatever ends one placement's slice, the others (and those already
                 // measured) still report.
                 let reason = match e.downcast::<WorkerDied>() {
-                    Ok(died) => oom.explain(slice.placement, died, slicer),
+                    Ok(died) => file_space(oom.explain(slice.placement, died, slicer), &report.plan),
                     Err(e) => format!("{e:#}"),
                 };
                 report.failures.push(Failure { placement, tasks, round, reason });
@@ -280,6 +280,23 @@ fn worker_leaves(leaf: &Leaf, tasks: usize, cpus: usize) -> Vec<&Leaf> {
             n => &leaf.siblings[sibling_of(worker, tasks, cpus.min(tasks), n)],
         })
         .collect()
+}
+
+/// A worker of a file workload killed by SIGBUS: the kernel raises it for a file page its file
+/// system cannot allocate (full, or a tmpfs at its size=), and says nothing else. The free
+/// space of --tmpdir, measured now (the run's files still there), goes beside it.
+fn file_space(reason: String, plan: &Plan) -> String {
+    if !reason.ends_with("killed by SIGBUS") || !plan.workload.needs_files() {
+        return reason;
+    }
+    match nix::sys::statvfs::statvfs(&plan.tmpdir) {
+        Ok(fs) => format!(
+            "{reason}; --tmpdir {} has {} KiB free now (a file page its file system cannot allocate raises SIGBUS)",
+            plan.tmpdir.display(),
+            crate::text::thousands((fs.blocks_available() as u64 * fs.fragment_size() as u64 / 1024) as f64)
+        ),
+        Err(_) => reason,
+    }
 }
 
 /// Each leaf's memcg oom_kill counter as last seen, so a worker's death can be blamed on the

@@ -917,3 +917,36 @@ fn a_broken_pipe_on_an_output_names_it() {
     assert_eq!(output.status.code(), Some(1), "{said}");
     assert!(said.contains("faultscale: error: writing --csv -: Broken pipe"), "{said}");
 }
+
+/// A file workload on a file system that fills up (a tmpfs at its size=): the kernel kills the
+/// worker with SIGBUS and says nothing else; the failure names --tmpdir's free space, measured.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_full_tmpdir_is_named_beside_the_sigbus() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=512k fsfull {small} && exec {bin} --base {BASE} --workload file-shared --tmpdir {small} --duration 0.5 --tasks 1",
+        small = small.display(),
+        bin = binary().display()
+    );
+    let child = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    let said = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    let failed: Vec<&str> = said.lines().filter(|l| l.contains("FAILED")).collect();
+    assert!(!failed.is_empty(), "{said}");
+    for line in failed {
+        assert!(line.contains("killed by SIGBUS; --tmpdir ") && line.contains(" KiB free now"), "{line}");
+    }
+    assert_nothing_left(&base, pid);
+}
