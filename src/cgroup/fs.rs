@@ -77,24 +77,41 @@ pub fn remove_cgroup_dir(dir: &Path) -> std::io::Result<()> {
 /// PF_EXITING in /proc/PID/stat's flags (include/linux/sched.h): the task is in do_exit.
 const PF_EXITING: u32 = 0x4;
 
-/// What keeps a cgroup busy beyond a moment: a child cgroup, or a listed process that is
+/// What keeps a cgroup busy beyond a moment: a child cgroup, or a listed thread that is
 /// neither exiting (PF_EXITING, a zombie) nor about to (SIGKILL pending, as a worker's
 /// PR_SET_PDEATHSIG delivers it). A pid this namespace cannot see counts as leaving.
+///
+/// Threads, not processes: cgroup.procs lists a process by its leader, and a leader that
+/// called pthread_exit is a zombie with PF_EXITING for as long as its other threads live on
+/// in the cgroup (judged by the leader, such a process was "leaving" for the whole 5 s, and
+/// then went unnamed); on v1 one thread alone may sit in a cgroup.
 fn lasting_holder(dir: &Path) -> Option<String> {
     let child = fs::read_dir(dir).ok()?.flatten().find(|e| e.file_type().is_ok_and(|t| t.is_dir()));
     if let Some(child) = child {
         return Some(format!("the cgroup {}", child.file_name().to_string_lossy()));
     }
-    let procs = fs::read_to_string(dir.join("cgroup.procs")).ok()?;
-    procs.split_whitespace().filter_map(|p| p.parse::<i32>().ok()).find_map(|pid| {
-        let process = procfs::process::Process::new(pid).ok()?;
-        let stat = process.stat().ok()?;
-        let status = process.status().ok()?;
+    // cgroup.threads on v2 (every cgroup has it), tasks on v1.
+    let tids =
+        fs::read_to_string(dir.join("cgroup.threads")).or_else(|_| fs::read_to_string(dir.join("tasks"))).ok()?;
+    tids.split_whitespace().filter_map(|t| t.parse::<i32>().ok()).find_map(|tid| {
+        // /proc/TID answers for any thread, though only leaders are listed in /proc.
+        let thread = procfs::process::Process::new(tid).ok()?;
+        let stat = thread.stat().ok()?;
+        let status = thread.status().ok()?;
         let sigkill = 1u64 << (libc::SIGKILL - 1);
         let leaving = stat.flags & PF_EXITING != 0
             || matches!(stat.state, 'Z' | 'X')
             || (status.sigpnd | status.shdpnd) & sigkill != 0;
-        (!leaving).then(|| format!("process {pid} ({}), which is not exiting", stat.comm))
+        if leaving {
+            return None;
+        }
+        let pid = status.tgid;
+        if pid == tid {
+            return Some(format!("process {pid} ({}), which is not exiting", stat.comm));
+        }
+        // The process's name, as ps shows it: the thread's own may be set apart.
+        let comm = procfs::process::Process::new(pid).and_then(|p| p.stat()).map(|s| s.comm).unwrap_or(stat.comm);
+        Some(format!("thread {tid} of process {pid} ({comm}), which is not exiting"))
     })
 }
 
