@@ -440,8 +440,13 @@ fn a_cgroup_held_by_a_thread_past_its_leader_is_named_at_once() {
     wait_running(&base, pid);
     let tree = leaf_named(&trees_of(&base, pid).pop().unwrap(), "-child");
     std::fs::write(tree.join("cgroup.procs"), holder_pid.to_string()).unwrap();
+    // A cgroup made by hand inside the leaf too: both are named, not the first found alone
+    // (removing it, the user met the thread next in `faultscale cleanup`).
+    let by_hand = tree.join("byhand");
+    std::fs::create_dir(&by_hand).unwrap();
     let output = child.wait_with_output().unwrap();
     let elapsed = started.elapsed();
+    std::fs::remove_dir(&by_hand).unwrap();
     std::fs::write(own_memory_cgroup().join("cgroup.procs"), holder_pid.to_string()).unwrap();
     holder.kill().unwrap();
     holder.wait().unwrap();
@@ -452,7 +457,9 @@ fn a_cgroup_held_by_a_thread_past_its_leader_is_named_at_once() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("the measurements are written") && stderr.contains("faultscale cleanup"), "{stderr}");
     assert!(
-        stderr.contains(&format!("it holds thread {thread} of process {holder_pid} (python3), which is not exiting")),
+        stderr.contains(&format!(
+            "it holds the cgroup byhand and thread {thread} of process {holder_pid} (python3), which is not exiting"
+        )),
         "{stderr}"
     );
     // 1 s of measuring; the 5 s of retries made it 7 s.

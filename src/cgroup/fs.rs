@@ -85,11 +85,20 @@ const PF_EXITING: u32 = 0x4;
 /// called pthread_exit is a zombie with PF_EXITING for as long as its other threads live on
 /// in the cgroup (judged by the leader, such a process was "leaving" for the whole 5 s, and
 /// then went unnamed); on v1 one thread alone may sit in a cgroup.
+///
+/// A child cgroup and a thread are both named where both hold it: named alone, the child
+/// cgroup sent the user to remove it, and `faultscale cleanup` then found the thread.
 fn lasting_holder(dir: &Path) -> Option<String> {
     let child = fs::read_dir(dir).ok()?.flatten().find(|e| e.file_type().is_ok_and(|t| t.is_dir()));
-    if let Some(child) = child {
-        return Some(format!("the cgroup {}", child.file_name().to_string_lossy()));
+    let child = child.map(|c| format!("the cgroup {}", c.file_name().to_string_lossy()));
+    match (child, lasting_thread(dir)) {
+        (Some(child), Some(thread)) => Some(format!("{child} and {thread}")),
+        (child, thread) => child.or(thread),
     }
+}
+
+/// The first thread listed in the cgroup that is not leaving, named with its process.
+fn lasting_thread(dir: &Path) -> Option<String> {
     // cgroup.threads on v2 (every cgroup has it), tasks on v1.
     let tids =
         fs::read_to_string(dir.join("cgroup.threads")).or_else(|_| fs::read_to_string(dir.join("tasks"))).ok()?;
