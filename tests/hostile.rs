@@ -542,6 +542,45 @@ fn cleanup_judges_liveness_across_pid_namespaces() {
     assert_nothing_left(&base, 1);
 }
 
+/// A run inside its own PID namespace whose child cgroup a process from outside holds: the
+/// run cannot list it (v1 leaves it out of tasks, v2 lists 0), so it is retried as leaving,
+/// then it was plain "Device or resource busy", naming nothing; now it says where it is.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_holder_outside_the_runs_pid_namespace_is_said() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("ns.csv");
+    let binary = binary();
+    let args = [binary.to_str().unwrap(), "--base", BASE, "--cgroup", "child", "--duration", "0.5"];
+    let mut all = vec!["-p", "-f", "--mount-proc"];
+    all.extend(args);
+    all.extend(["--csv", csv.to_str().unwrap()]);
+    let run = Command::new("unshare").args(all).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    namespace_init(run.id());
+    wait_running(&base, 1);
+    let tree = leaf_named(&trees_of(&base, 1).pop().unwrap(), "-child");
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    std::fs::write(tree.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    let output = run.wait_with_output().unwrap();
+    std::fs::write(own_memory_cgroup().join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    let sweep = cleanup(&[]);
+    assert_nothing_left(&base, 1);
+
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the measurements are written") && stderr.contains("faultscale cleanup"), "{stderr}");
+    assert!(
+        stderr.contains("Device or resource busy (os error 16): it holds a process outside this PID namespace"),
+        "{stderr}"
+    );
+    assert_eq!(read_csv(&csv).len(), 2, "the measurements were lost");
+    assert!(text(&sweep.stdout).contains("removed"), "{}", text(&sweep.stdout));
+}
+
 #[test]
 fn plot_and_compare_end_at_once_on_hostile_files() {
     // Serial: the root tests count faultscale processes to see a run start.

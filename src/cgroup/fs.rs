@@ -65,7 +65,10 @@ pub fn remove_cgroup_dir(dir: &Path) -> std::io::Result<()> {
                     return Err(std::io::Error::new(ErrorKind::ResourceBusy, format!("{e}: it holds {holder}")));
                 }
                 if Instant::now() >= deadline {
-                    return Err(e);
+                    return Err(match unseen_holder(dir) {
+                        Some(holder) => std::io::Error::new(ErrorKind::ResourceBusy, format!("{e}: it holds {holder}")),
+                        None => e,
+                    });
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -97,12 +100,30 @@ fn lasting_holder(dir: &Path) -> Option<String> {
     }
 }
 
-/// The first thread listed in the cgroup that is not leaving, named with its process.
-fn lasting_thread(dir: &Path) -> Option<String> {
-    // cgroup.threads on v2 (every cgroup has it), tasks on v1.
+/// Threads of the cgroup: cgroup.threads on v2 (every cgroup has it), tasks on v1. A thread
+/// this PID namespace cannot see is left out (v1) or listed as 0 (v2): neither is kept.
+fn listed_threads(dir: &Path) -> Option<Vec<i32>> {
     let tids =
         fs::read_to_string(dir.join("cgroup.threads")).or_else(|_| fs::read_to_string(dir.join("tasks"))).ok()?;
-    tids.split_whitespace().filter_map(|t| t.parse::<i32>().ok()).find_map(|tid| {
+    Some(tids.split_whitespace().filter_map(|t| t.parse::<i32>().ok()).filter(|&t| t > 0).collect())
+}
+
+/// What still holds a cgroup after the retries, where no thread listed counted as lasting:
+/// with none listed at all, a process of another PID namespace (a run inside `unshare -p`,
+/// the holder outside it), which plain EBUSY left unsaid.
+fn unseen_holder(dir: &Path) -> Option<String> {
+    match listed_threads(dir)?.first() {
+        None => Some("a process outside this PID namespace, which cannot list it".into()),
+        Some(tid) if procfs::process::Process::new(*tid).is_ok() => {
+            Some(format!("thread {tid}, still exiting after 5 s"))
+        }
+        Some(tid) => Some(format!("thread {tid}, which this namespace's /proc does not show")),
+    }
+}
+
+/// The first thread listed in the cgroup that is not leaving, named with its process.
+fn lasting_thread(dir: &Path) -> Option<String> {
+    listed_threads(dir)?.into_iter().find_map(|tid| {
         // /proc/TID answers for any thread, though only leaders are listed in /proc.
         let thread = procfs::process::Process::new(tid).ok()?;
         let stat = thread.stat().ok()?;
