@@ -65,7 +65,10 @@ pub fn remove_cgroup_dir(dir: &Path) -> std::io::Result<()> {
                     return Err(std::io::Error::new(ErrorKind::ResourceBusy, format!("{e}: it holds {holder}")));
                 }
                 if Instant::now() >= deadline {
-                    return Err(e);
+                    return Err(match unseen_holder(dir) {
+                        Some(holder) => std::io::Error::new(ErrorKind::ResourceBusy, format!("{e}: it holds {holder}")),
+                        None => e,
+                    });
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -77,24 +80,68 @@ pub fn remove_cgroup_dir(dir: &Path) -> std::io::Result<()> {
 /// PF_EXITING in /proc/PID/stat's flags (include/linux/sched.h): the task is in do_exit.
 const PF_EXITING: u32 = 0x4;
 
-/// What keeps a cgroup busy beyond a moment: a child cgroup, or a listed process that is
+/// What keeps a cgroup busy beyond a moment: a child cgroup, or a listed thread that is
 /// neither exiting (PF_EXITING, a zombie) nor about to (SIGKILL pending, as a worker's
 /// PR_SET_PDEATHSIG delivers it). A pid this namespace cannot see counts as leaving.
+///
+/// Threads, not processes: cgroup.procs lists a process by its leader, and a leader that
+/// called pthread_exit is a zombie with PF_EXITING for as long as its other threads live on
+/// in the cgroup (judged by the leader, such a process was "leaving" for the whole 5 s, and
+/// then went unnamed); on v1 one thread alone may sit in a cgroup.
+///
+/// A child cgroup and a thread are both named where both hold it: named alone, the child
+/// cgroup sent the user to remove it, and `faultscale cleanup` then found the thread.
 fn lasting_holder(dir: &Path) -> Option<String> {
     let child = fs::read_dir(dir).ok()?.flatten().find(|e| e.file_type().is_ok_and(|t| t.is_dir()));
-    if let Some(child) = child {
-        return Some(format!("the cgroup {}", child.file_name().to_string_lossy()));
+    let child = child.map(|c| format!("the cgroup {}", c.file_name().to_string_lossy()));
+    match (child, lasting_thread(dir)) {
+        (Some(child), Some(thread)) => Some(format!("{child} and {thread}")),
+        (child, thread) => child.or(thread),
     }
-    let procs = fs::read_to_string(dir.join("cgroup.procs")).ok()?;
-    procs.split_whitespace().filter_map(|p| p.parse::<i32>().ok()).find_map(|pid| {
-        let process = procfs::process::Process::new(pid).ok()?;
-        let stat = process.stat().ok()?;
-        let status = process.status().ok()?;
+}
+
+/// Threads of the cgroup: cgroup.threads on v2 (every cgroup has it), tasks on v1. A thread
+/// this PID namespace cannot see is left out (v1) or listed as 0 (v2): neither is kept.
+fn listed_threads(dir: &Path) -> Option<Vec<i32>> {
+    let tids =
+        fs::read_to_string(dir.join("cgroup.threads")).or_else(|_| fs::read_to_string(dir.join("tasks"))).ok()?;
+    Some(tids.split_whitespace().filter_map(|t| t.parse::<i32>().ok()).filter(|&t| t > 0).collect())
+}
+
+/// What still holds a cgroup after the retries, where no thread listed counted as lasting:
+/// with none listed at all, a process of another PID namespace (a run inside `unshare -p`,
+/// the holder outside it), which plain EBUSY left unsaid.
+fn unseen_holder(dir: &Path) -> Option<String> {
+    match listed_threads(dir)?.first() {
+        None => Some("a process outside this PID namespace, which cannot list it".into()),
+        Some(tid) if procfs::process::Process::new(*tid).is_ok() => {
+            Some(format!("thread {tid}, still exiting after 5 s"))
+        }
+        Some(tid) => Some(format!("thread {tid}, which this namespace's /proc does not show")),
+    }
+}
+
+/// The first thread listed in the cgroup that is not leaving, named with its process.
+fn lasting_thread(dir: &Path) -> Option<String> {
+    listed_threads(dir)?.into_iter().find_map(|tid| {
+        // /proc/TID answers for any thread, though only leaders are listed in /proc.
+        let thread = procfs::process::Process::new(tid).ok()?;
+        let stat = thread.stat().ok()?;
+        let status = thread.status().ok()?;
         let sigkill = 1u64 << (libc::SIGKILL - 1);
         let leaving = stat.flags & PF_EXITING != 0
             || matches!(stat.state, 'Z' | 'X')
             || (status.sigpnd | status.shdpnd) & sigkill != 0;
-        (!leaving).then(|| format!("process {pid} ({}), which is not exiting", stat.comm))
+        if leaving {
+            return None;
+        }
+        let pid = status.tgid;
+        if pid == tid {
+            return Some(format!("process {pid} ({}), which is not exiting", stat.comm));
+        }
+        // The process's name, as ps shows it: the thread's own may be set apart.
+        let comm = procfs::process::Process::new(pid).and_then(|p| p.stat()).map(|s| s.comm).unwrap_or(stat.comm);
+        Some(format!("thread {tid} of process {pid} ({comm}), which is not exiting"))
     })
 }
 
