@@ -3,6 +3,7 @@
 //! guest-side and runs the built faultscale (scripts/guest/scenario.sh). The host's root cgroup
 //! is never touched.
 
+#[macro_use]
 mod common;
 
 use std::path::Path;
@@ -19,7 +20,7 @@ fn boot(mode: &str) -> tempfile::TempDir {
     let console = std::fs::read_to_string(out.path().join("console.log")).unwrap_or_default();
     assert!(status.success(), "guest {mode} failed: {status}\n{console}");
     assert!(!out.path().join("init-failed.txt").exists(), "{}", read(out.path(), "init-failed.txt"));
-    eprintln!("guest {mode}: {} s from boot to power-off", read(out.path(), "guest_seconds.txt").trim());
+    shown!("guest {mode}: {} s from boot to power-off", read(out.path(), "guest_seconds.txt").trim());
     out
 }
 
@@ -265,19 +266,19 @@ fn every_integration_test_passes_in_a_v2_session() {
     let dir = out.path();
     let console = std::fs::read_to_string(dir.join("console.log")).unwrap_or_default();
     assert!(status.success(), "guest {mode} failed: {status}\n{console}");
-    eprintln!(
+    shown!(
         "guest {mode}: {} s from boot to power-off; {}",
         read(dir, "guest_seconds.txt").trim(),
         read(dir, "tests-cgroup.txt").trim()
     );
-    eprintln!("{}", read(dir, "tests-seconds.txt").trim());
+    shown!("{}", read(dir, "tests-seconds.txt").trim());
     let mut failed = Vec::new();
     for exe in &executables {
         let name = exe.file_name().unwrap().to_string_lossy();
         let log = read(dir, &format!("test-{name}.log"));
         // libtest may print "test NAME ... " before the test's own line: find it anywhere.
         for skipped in log.lines().filter_map(|l| l.find("skipped: ").map(|at| &l[at..])) {
-            eprintln!("guest {mode}: {name}: {skipped}");
+            shown!("guest {mode}: {name}: {skipped}");
         }
         if read(dir, &format!("test-{name}.rc")).trim() != "0" {
             failed.push(format!("---- guest {mode}: {name}\n{log}"));

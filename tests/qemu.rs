@@ -13,6 +13,7 @@
 //! skips them and says `skipped: <reason>`; with FAULTSCALE_REQUIRE_GUESTS=1 (`.ci/run`) such a
 //! skip fails instead. FAULTSCALE_GUEST_KERNEL picks the kernel (default linux-image-amd64).
 
+#[macro_use]
 mod common;
 
 use std::collections::HashMap;
@@ -48,7 +49,7 @@ fn boot(name: &str, options: &[&str], job: &str) -> Option<tempfile::TempDir> {
             std::env::var_os("FAULTSCALE_REQUIRE_GUESTS").is_none(),
             "FAULTSCALE_REQUIRE_GUESTS is set, but the QEMU guest {name} could not run: {reason}"
         );
-        eprintln!("qemu guest {name}: {reason}");
+        shown!("qemu guest {name}: {reason}");
         return None;
     }
     let console = std::fs::read_to_string(out.path().join("console.log")).unwrap_or_default();
@@ -56,7 +57,7 @@ fn boot(name: &str, options: &[&str], job: &str) -> Option<tempfile::TempDir> {
     assert!(output.status.success(), "guest {name} failed: {}\n{stderr}\n{}", output.status, tail.join("\n"));
     let dir = out.path();
     assert_eq!(read(dir, "job.rc").trim(), "0", "{}", read(dir, "job.log"));
-    eprintln!(
+    shown!(
         "qemu guest {name} ({}, {kernel}): {} s from start to power-off; in the guest: {}",
         read(dir, "accel.txt").trim(),
         read(dir, "guest_seconds.txt").trim(),
@@ -164,7 +165,7 @@ fn pure_v2_session_profile_and_topology() {
         (summary["memcg"]["share"].as_f64().unwrap(), summary["memcg"]["samples"].as_u64().unwrap())
     };
     let ((root_share, root_samples), (child_share, child_samples)) = (share("root"), share("child"));
-    eprintln!(
+    shown!(
         "--profile at the true root: charge samples root {} of {root_samples}, child {} of {child_samples}; memcg share root {:.1}%, child {:.1}%",
         charges["root"],
         charges["child"],
@@ -186,7 +187,7 @@ fn systemd_session_on_v1_hybrid() {
     // v1 has no no-internal-processes rule: the session's own memory cgroup works as a base.
     let self_rc = rc(dir, "self");
     assert!(self_rc == 0 || self_rc == 1, "{}", read(dir, "self.err"));
-    eprintln!(
+    shown!(
         "v1 hybrid, --base self in a session: exit {self_rc}: {}",
         read(dir, "self.err").lines().next().unwrap_or("")
     );
@@ -233,7 +234,7 @@ fn topology_assertions(dir: &Path) {
         cpus.insert(row["cpu"].clone());
     }
     assert_eq!((cpus.len(), cores.len()), (4, 4), "one thread per core first: CPUs {cpus:?} on cores {cores:?}");
-    eprintln!("cores-first with 4 tasks: CPUs {cpus:?}");
+    shown!("cores-first with 4 tasks: CPUs {cpus:?}");
 
     assert_eq!(rc(dir, "sweep"), 0, "{}", read(dir, "sweep.err"));
     let rows = read_csv(&dir.join("sweep.csv"));

@@ -6,6 +6,16 @@
 //! machine's root. Each checks afterwards that its run left no cgroup and no worker behind.
 #![allow(dead_code)]
 
+/// eprintln! past libtest's capture, which takes only the print macros' output: the guests'
+/// timings and skips show in a passing CI run's log, not only in a failing one's.
+#[allow(unused_macros)]
+macro_rules! shown {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
