@@ -261,7 +261,11 @@ fn measure_all(
                 // Whatever ends one placement's slice, the others (and those already
                 // measured) still report.
                 let reason = match e.downcast::<WorkerDied>() {
-                    Ok(died) => file_space(oom.explain(slice.placement, died, slicer), &report.plan),
+                    Ok(died) => {
+                        let sigbus = died.1 == Some(libc::SIGBUS);
+                        let reason = oom.explain(slice.placement, died, slicer);
+                        if sigbus { file_space(reason, &report.plan) } else { reason }
+                    }
                     Err(e) => format!("{e:#}"),
                 };
                 report.failures.push(Failure { placement, tasks, round, reason });
@@ -282,11 +286,11 @@ fn worker_leaves(leaf: &Leaf, tasks: usize, cpus: usize) -> Vec<&Leaf> {
         .collect()
 }
 
-/// A worker of a file workload killed by SIGBUS: the kernel raises it for a file page its file
+/// For a worker of a file workload killed by SIGBUS: the kernel raises it for a file page its file
 /// system cannot allocate (full, or a tmpfs at its size=), and says nothing else. The free
 /// space of --tmpdir, measured now (the run's files still there), goes beside it.
 fn file_space(reason: String, plan: &Plan) -> String {
-    if !reason.ends_with("killed by SIGBUS") || !plan.workload.needs_files() {
+    if !plan.workload.needs_files() {
         return reason;
     }
     match nix::sys::statvfs::statvfs(&plan.tmpdir) {

@@ -90,12 +90,15 @@ pub fn wait_ready(workers: &mut Workers, slots: &Slots) -> Result<()> {
             match slot.state.load(Ordering::Acquire) {
                 STATE_READY => ready += 1,
                 STATE_FAILED => {
-                    return Err(WorkerDied(format!(
-                        "worker {} on CPU {} could not start: {}",
-                        workers.process_of(index),
-                        workers.cpus[index],
-                        slot.failure().unwrap_or_default()
-                    ))
+                    return Err(WorkerDied(
+                        format!(
+                            "worker {} on CPU {} could not start: {}",
+                            workers.process_of(index),
+                            workers.cpus[index],
+                            slot.failure().unwrap_or_default()
+                        ),
+                        None,
+                    )
                     .into());
                 }
                 _ => {}
@@ -123,9 +126,11 @@ pub fn wait_ready(workers: &mut Workers, slots: &Slots) -> Result<()> {
                 .collect();
             let shown = waiting.iter().take(4).cloned().collect::<Vec<_>>().join(", ");
             let more = if waiting.len() > 4 { format!(" and {} more", waiting.len() - 4) } else { String::new() };
-            return Err(
-                WorkerDied(format!("{shown}{more} did not report ready within {} s", READY_TIMEOUT.as_secs())).into()
-            );
+            return Err(WorkerDied(
+                format!("{shown}{more} did not report ready within {} s", READY_TIMEOUT.as_secs()),
+                None,
+            )
+            .into());
         }
         std::thread::sleep(Duration::from_millis(1));
     }

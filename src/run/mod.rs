@@ -103,7 +103,8 @@ impl std::error::Error for Interrupted {}
 
 /// A worker died during the measured part; the run goes on with the other placements.
 #[derive(Debug)]
-pub struct WorkerDied(pub String);
+/// The message, and the signal that killed the worker where one did.
+pub struct WorkerDied(pub String, pub Option<i32>);
 
 impl std::fmt::Display for WorkerDied {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
