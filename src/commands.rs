@@ -57,6 +57,7 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
         print_table(options, &report, outputs.share_stdout());
     }
     let rewritten = outputs.checkpointed.iter().any(|&c| c);
+    let any_output = outputs.any();
     let write_failed = !outputs.write(&report);
     if report.interrupted.is_none()
         && let Some(signal) = run::signals::received()
@@ -68,7 +69,25 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
         );
         return Ok(ExitCode::from(128 + signal as u8));
     }
-    Ok(exit_status(&report, write_failed, rewritten))
+    // Where the measurements went: the table, or an output. With -q and none, or none written
+    // whole, "the measurements are written" beside a removal error was untrue.
+    let kept = if report.measurements.is_empty() {
+        Kept::Nothing
+    } else if write_failed {
+        Kept::Partly
+    } else if !options.quiet || any_output {
+        Kept::Written
+    } else {
+        Kept::Nothing
+    };
+    Ok(exit_status(&report, write_failed, rewritten, kept))
+}
+
+/// Where a run's measurements are, said beside an error removing its cgroups.
+enum Kept {
+    Written,
+    Partly,
+    Nothing,
 }
 
 /// The files a run writes: opened before it starts, rewritten after every slice, written whole
@@ -104,6 +123,11 @@ impl Outputs {
         )
         .map_err(usage::usage)?;
         Ok(outputs)
+    }
+
+    /// Whether any output was asked for (--csv, --json, --samples-csv).
+    fn any(&self) -> bool {
+        self.csv.is_some() || self.json.is_some() || self.samples.is_some()
     }
 
     /// Whether an output writes to standard output (`-`, /dev/stdout, the same terminal).
@@ -188,9 +212,17 @@ fn print_table(options: &RunOptions, report: &Report, stdout_taken: bool) {
 
 /// 128+signal after a stop signal, 1 after a failed slice, removal or write, else 0.
 /// `rewritten`: files held slices from checkpoints before the end.
-fn exit_status(report: &Report, write_failed: bool, rewritten: bool) -> ExitCode {
+fn exit_status(report: &Report, write_failed: bool, rewritten: bool, kept: Kept) -> ExitCode {
     if let Some(e) = &report.removal_error {
-        say!("faultscale: error: the measurements are written, but {e}");
+        match kept {
+            Kept::Written => say!("faultscale: error: the measurements are written, but {e}"),
+            Kept::Partly => {
+                say!("faultscale: error: the measurements are in each output not named in an error above, but {e}")
+            }
+            Kept::Nothing => {
+                say!("faultscale: error: no measurement was kept (-q and no output, or none measured); {e}")
+            }
+        }
     }
     if let Some(signal) = report.interrupted {
         match report.measurements.len() {

@@ -1058,3 +1058,74 @@ fn a_full_tmpdir_is_named_beside_the_sigbus() {
     }
     assert_nothing_left(&base, pid);
 }
+
+/// -q and no output: the measurements went nowhere, yet a busy cgroup's error began "the
+/// measurements are written, but".
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_busy_cgroup_after_a_quiet_run_without_outputs_says_nothing_was_kept() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let child = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "1", "-q"]);
+    let pid = child.id();
+    wait_running(&base, pid);
+    let tree = leaf_named(&trees_of(&base, pid).pop().unwrap(), "-child");
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    std::fs::write(tree.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    std::fs::write(own_memory_cgroup().join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    cleanup(&[]);
+    assert_nothing_left(&base, pid);
+
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("the measurements are written"), "{stderr}");
+    assert!(stderr.contains("no measurement was kept") && stderr.contains("it holds process"), "{stderr}");
+}
+
+/// Ctrl-Z while the results are written: the stop request was a flag only the measuring read,
+/// so a write stalled on a reader (or a slow one) went on deaf to it: the terminal's Ctrl-Z
+/// did nothing. After the measuring it stops faultscale the default way.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn ctrl_z_stops_a_stalled_write() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    // A reader that never reads, its pipe one page: the JSON fills it.
+    let reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+    assert!(unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&reader), libc::F_SETPIPE_SZ, 4096) } >= 4096);
+    let mut child = spawn(&args(&["--json", fifo.to_str().unwrap()]));
+    let pid = child.id();
+    let _guard = KillOnDrop(pid);
+    let (table, stderr) = (drain(child.stdout.take().unwrap()), drain(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !table.lock().unwrap().contains("overhead:") {
+        assert!(Instant::now() < deadline, "no table after 120 s: {}", stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let state = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        stat.rsplit_once(") ").unwrap().1.chars().next().unwrap()
+    };
+    signal(pid, libc::SIGTSTP);
+    let asked = Instant::now();
+    while state() != 'T' {
+        assert!(asked.elapsed() < Duration::from_secs(5), "Ctrl-Z did not stop the stalled write: {}", state());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(pid, libc::SIGCONT);
+    signal(pid, libc::SIGTERM);
+    let status = child.wait().unwrap();
+    assert_nothing_left(&base, pid);
+    std::thread::sleep(Duration::from_millis(100));
+    let said = stderr.lock().unwrap().clone();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{said}");
+    assert!(said.contains("stopped by SIGTERM while writing"), "{said}");
+}

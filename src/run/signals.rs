@@ -158,8 +158,19 @@ pub fn delivered() -> u32 {
 static DELIVERED_WHEN_MEASURED: AtomicU32 = AtomicU32::new(u32::MAX);
 
 /// Marks the end of the measuring: a signal from now on is a request to stop writing too.
+///
+/// Ctrl-Z acts the default way from now on: no worker is left to stop with the harness, and
+/// a flag that only the measuring read left a stalled write deaf to it (the terminal's Ctrl-Z
+/// did nothing until the reader read). One that came as the measuring ended stops it now.
 pub fn measuring_ended() {
     DELIVERED_WHEN_MEASURED.store(delivered(), Ordering::SeqCst);
+    for signal in STOPPING {
+        // SAFETY: the default action needs no handler.
+        let _ = unsafe { sigaction(signal, &SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty())) };
+    }
+    if take_stop_request() {
+        let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+    }
 }
 
 /// The count a write compares `delivered()` with: signals past it stop the write. The one that
