@@ -1100,7 +1100,19 @@ fn ctrl_z_stops_a_stalled_write() {
     // A reader that never reads, its pipe one page: the JSON fills it.
     let reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
     assert!(unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&reader), libc::F_SETPIPE_SZ, 4096) } >= 4096);
-    let mut child = spawn(&args(&["--json", fifo.to_str().unwrap()]));
+    // A job of its own, as a shell with job control starts one: the kernel discards a stop
+    // signal's default action in an orphaned process group, which the test's own group is
+    // where its runner has no parent in the session (setsid, the guests' init).
+    let mut child = {
+        use std::os::unix::process::CommandExt;
+        Command::new(binary())
+            .args(args(&["--json", fifo.to_str().unwrap()]))
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
     let pid = child.id();
     let _guard = KillOnDrop(pid);
     let (table, stderr) = (drain(child.stdout.take().unwrap()), drain(child.stderr.take().unwrap()));
