@@ -219,12 +219,12 @@ fn integration_test_executables() -> Vec<std::path::PathBuf> {
 
 /// Tests of those executables not run again in the guest, as they cover nothing new there:
 /// - about output files, pipes and terminals (kinds of file, one file by two names, a reader
-///   that stalls, closed standard streams, signals ignored by nohup, a full --tmpdir), the same under any cgroup
+///   that stalls, closed standard streams, signals ignored by nohup, Ctrl-Z on a stalled write, a full --tmpdir), the same under any cgroup
 ///   layout: 40 s of the guest's 120 s for hostile.rs. Its tests that build or remove cgroups
 ///   (a cgroup kept busy, cleanup, a worker lost, Ctrl-Z) still run;
 /// - every shipped profile built with its knobs read back: pure_v2_at_the_true_root does that
 ///   on pure v2 (19 s).
-const NOT_AGAIN_IN_THE_GUEST: [&str; 8] = [
+const NOT_AGAIN_IN_THE_GUEST: [&str; 9] = [
     "outputs_keep_the_kind_of_file_they_were",
     "stdout_by_another_name_holds_only_its_output",
     "two_runs_on_one_output_are_refused_not_lost",
@@ -232,6 +232,7 @@ const NOT_AGAIN_IN_THE_GUEST: [&str; 8] = [
     "results_survive_a_closed_stdout_and_a_closed_stderr",
     "signals_ignored_at_start_stay_ignored",
     "a_full_tmpdir_is_named_beside_the_sigbus",
+    "ctrl_z_stops_a_stalled_write",
     "shipped_profiles_build_apply_their_knobs_and_vanish",
 ];
 
