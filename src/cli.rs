@@ -111,8 +111,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true, conflicts_with_all = ["duration", "warmup"])]
     pub iterations: Option<String>,
 
-    /// Slices the --duration is split into [default: from 5 s, one per 0.5 s (at most 100);
-    /// below, one per second]
+    /// Slices the --duration is split into [default: one per 0.1 s, at most 1000]
     #[arg(long, default_value = "auto", value_name = "N|auto", allow_hyphen_values = true)]
     pub slices: String,
 
@@ -122,7 +121,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "1", value_name = "N", allow_hyphen_values = true)]
     pub repeat: String,
 
-    /// Seconds the workers run before each slice is measured; discarded
+    /// Seconds each placement's workers run once, after they are made and before their first
+    /// slice; discarded
     #[arg(long, default_value = "0.1", value_name = "SECS", allow_hyphen_values = true)]
     pub warmup: String,
 

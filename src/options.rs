@@ -19,8 +19,9 @@ use crate::workload::{ThpMode, WorkloadKind};
 /// The shortest slice worth measuring: well above the start/stop cost (tens of microseconds).
 const MIN_DURATION: Duration = Duration::from_millis(100);
 /// `--slices auto`: the slice length from this --duration on.
-const AUTO_SLICING_FROM: Duration = Duration::from_secs(5);
-const AUTO_SLICE_S: f64 = 0.5;
+const AUTO_SLICE_S: f64 = 0.1;
+/// The shortest slice: below it the freeze and thaw are a visible part of the slice.
+const MIN_SLICE: Duration = Duration::from_millis(50);
 
 /// Most tasks one measurement forks: far beyond any CPU count, short of exhausting pids.
 pub const MAX_TASKS: usize = 4096;
@@ -124,17 +125,22 @@ impl RunOptions {
 fn placements(args: &RunArgs) -> Result<Vec<Placement>> {
     let mut placements = parse_placements(&args.cgroup)?;
     // The baseline is always measured first; listing `root` too just says so.
-    placements.retain(|p| !p.is_root());
+    placements.retain(|p| !p.is_baseline());
     if !args.no_baseline {
-        placements.insert(0, Placement::root());
+        placements.insert(0, Placement::baseline());
     }
     if placements.is_empty() {
         bail!("--no-baseline with --cgroup root leaves nothing to measure; name a placement such as child");
     }
+    if args.no_baseline && placements.iter().any(|p| p.control) {
+        bail!("--cgroup control with --no-baseline: the control is checked against the baseline; drop one of them");
+    }
     // The baseline's names are taken: a profile called root would make two "root" rows.
-    if let Some(clash) = placements.iter().find(|p| (p.name == "root" || p.name == "base") && !p.is_root()) {
+    if let Some(clash) =
+        placements.iter().find(|p| p.profile.is_some() && ["root", "base", "control"].contains(&p.name.as_str()))
+    {
         bail!(
-            "--cgroup {:?}: the profile is named {}, which is the baseline's name; rename the profile",
+            "--cgroup {:?}: the profile is named {}, which names the baseline or the control; rename the profile",
             clash.profile.as_deref().unwrap_or(&clash.name),
             clash.name
         );
@@ -214,30 +220,27 @@ fn check_turns(timing: &Timing, task_counts: &[usize], cpus: usize) -> Result<()
     Ok(())
 }
 
-/// `--slices`: the number given, or by default one per second of `duration` (3 whole runs for
-/// fixed work); each fixed-time slice at least MIN_DURATION long.
+/// `--slices`: the number given, or by default one per 0.1 s of `duration` (3 whole runs for
+/// fixed work); each fixed-time slice at least MIN_SLICE long.
 fn slices(args: &RunArgs, fixed_work: bool, duration: Duration) -> Result<u32> {
     let slices = match args.slices.trim() {
         // Fixed work: three whole runs, the fewest that give an interval.
         "auto" if fixed_work => 3,
-        // From 5 s, half-second slices (at most 100): on the development VM the overhead's
-        // interval for the same --duration was narrower with 0.5 s slices than with 1 s, quiet
-        // and with bursty neighbours; 0.25 s gained little more once its extra warmups and
-        // forks are counted (scripts/bench-noise, README). Shorter runs keep one slice per
-        // second, as before (not measured there).
-        "auto" if duration >= AUTO_SLICING_FROM => ((duration.as_secs_f64() / AUTO_SLICE_S).round() as u32).min(100),
-        "auto" => (duration.as_secs_f64().floor() as u32).clamp(1, 10),
+        // Tenth-of-a-second slices (at most 1000): workers live through the run, frozen
+        // between slices, so a slice costs no fork and no warmup, and short slices interleave
+        // finely enough that slow drift cancels in each ABBA block (scripts/bench-noise, README).
+        "auto" => ((duration.as_secs_f64() / AUTO_SLICE_S).round() as u32).clamp(1, 1000),
         text => text
             .parse::<u32>()
             .ok()
             .filter(|n| (1..=1000).contains(n))
             .ok_or_else(|| anyhow!("--slices {text:?}: give a whole number of slices from 1 to 1000, or auto"))?,
     };
-    if !fixed_work && duration / slices < MIN_DURATION {
+    if !fixed_work && duration / slices < MIN_SLICE {
         bail!(
             "--slices {slices}: slices of {:.3} s are shorter than {} s; fewer slices or a longer --duration",
             (duration / slices).as_secs_f64(),
-            MIN_DURATION.as_secs_f64()
+            MIN_SLICE.as_secs_f64()
         );
     }
     Ok(slices)
@@ -431,14 +434,14 @@ mod tests {
     }
 
     #[test]
-    fn auto_slices_are_half_seconds_from_five_seconds_and_seconds_below() {
+    fn auto_slices_are_tenths_of_a_second_up_to_a_thousand() {
         use clap::Parser;
         let auto = |duration: f64| {
             let cli = cli::Cli::parse_from(["faultscale", "--duration", &duration.to_string()]);
             slices(&cli.run, false, Duration::from_secs_f64(duration)).unwrap()
         };
-        assert_eq!([auto(0.5), auto(1.0), auto(2.5), auto(4.9)], [1, 1, 2, 4]);
-        assert_eq!([auto(5.0), auto(10.0), auto(60.0), auto(3600.0)], [10, 20, 100, 100]);
+        assert_eq!([auto(0.1), auto(0.5), auto(1.0), auto(2.5)], [1, 5, 10, 25]);
+        assert_eq!([auto(10.0), auto(60.0), auto(100.0), auto(3600.0)], [100, 600, 1000, 1000]);
         let cli = cli::Cli::parse_from(["faultscale", "--iterations", "100"]);
         assert_eq!(slices(&cli.run, true, Duration::ZERO).unwrap(), 3, "fixed work: three whole runs");
     }

@@ -45,6 +45,8 @@ pub struct RunFile {
     pub incomplete: bool,
     /// Summary rows flagged overran, left out of every figure.
     pub overran: usize,
+    /// Summary rows the run did not count (disturbed, or of a round cut short), left out too.
+    pub left_out: usize,
     pub facts: BTreeMap<&'static str, String>,
     /// Levels below the base, per placement name.
     pub depths: BTreeMap<String, u64>,
@@ -301,10 +303,16 @@ impl RunFile {
             self.overran += 1;
             return Ok(());
         }
+        // Likewise a slice the run itself left out (disturbed, or of a round cut short).
+        if !row.counted {
+            self.left_out += 1;
+            return Ok(());
+        }
         let overhead = match (columns.overhead, columns.ratio_vs_root) {
             (true, _) => row.overhead_vs_baseline.map(|v| number("overhead_vs_baseline", v)).transpose()?,
             (false, Some(i)) if !record[i].is_empty() => {
-                figure(name, place, "ratio_vs_root", record[i].parse().ok(), &record[i]).map(crate::stats::overhead)?
+                figure(name, place, "ratio_vs_root", record[i].parse().ok(), &record[i])
+                    .map(crate::stats::inverse_rate_ratio)?
             }
             _ => None,
         };
@@ -396,7 +404,7 @@ impl RunFile {
         }
         let overhead = match (&m["overhead_vs_baseline"], &m["ratio_vs_root"]) {
             (serde_json::Value::Null, serde_json::Value::Null) => None,
-            (serde_json::Value::Null, ratio) => number("ratio_vs_root", ratio).map(crate::stats::overhead)?,
+            (serde_json::Value::Null, ratio) => number("ratio_vs_root", ratio).map(crate::stats::inverse_rate_ratio)?,
             (value, _) => Some(number("overhead_vs_baseline", value)?),
         };
         let k = key(workload, mode, tasks, placement);

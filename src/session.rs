@@ -10,10 +10,9 @@ use anyhow::Result;
 
 use crate::cgroup::tree::LeafSpec;
 use crate::cgroup::{self, BaseSpec, Detected, Hierarchy, Leaf, Tree};
-use crate::measure::memcg::PsiScope;
 use crate::measure::procfs::others_named;
 use crate::plan::{Plan, cpus_for_tasks, order, sibling_of};
-use crate::report::{Environment, Failure, Measurement, MemcgCounter, Report, RunId, Warning};
+use crate::report::{Environment, Failure, Measurement, Report, RunId, Warning};
 use crate::run::files::RunFiles;
 use crate::run::{self, Interrupted, Progress, RealSlicer, RunSpec, SliceSpec, Slicer, WorkerDied};
 use crate::workload::{self, WorkloadKind};
@@ -29,8 +28,10 @@ pub fn run(
     checkpoint: &mut dyn FnMut(&Report),
 ) -> Result<Report> {
     let mut session = Session::set_up(plan, detected, allowed_cpus)?;
-    let mut slicer = RealSlicer { spec: session.run_spec(), hierarchy: session.hierarchy.clone() };
+    let mut slicer = RealSlicer::new(session.run_spec(), session.hierarchy.clone());
     measure_all(&mut session.report, &session.leaves, &mut slicer, progress, checkpoint);
+    // Every worker gone before the tree they ran in is removed.
+    drop(slicer);
     Ok(session.finish())
 }
 
@@ -55,8 +56,9 @@ impl Session {
         if plan.base == BaseSpec::New {
             tree.make_own_base()?;
         }
-        let specs: Vec<LeafSpec> = plan
-            .placements
+        // The control runs in the baseline's own cgroup: it gets no cgroup of its own.
+        let built: Vec<&crate::plan::Placement> = plan.placements.iter().filter(|p| !p.control).collect();
+        let specs: Vec<LeafSpec> = built
             .iter()
             .map(|p| LeafSpec {
                 label: &p.name,
@@ -65,7 +67,17 @@ impl Session {
                 siblings: p.siblings,
             })
             .collect();
-        let leaves = tree.build_all(&specs)?;
+        let built_leaves = tree.build_all(&specs)?;
+        let baseline_leaf = built.iter().position(|p| p.is_baseline()).map(|i| built_leaves[i].clone());
+        let mut built_leaves = built_leaves.into_iter();
+        let leaves: Vec<Leaf> = plan
+            .placements
+            .iter()
+            .map(|p| match p.control {
+                true => baseline_leaf.clone().expect("options refuse a control without a baseline"),
+                false => built_leaves.next().expect("one leaf per built placement"),
+            })
+            .collect();
         let env = Environment::capture(
             detected,
             &hierarchy,
@@ -125,7 +137,7 @@ impl Session {
         // A tree that cannot be removed does not void what was measured in it.
         self.report.removal_error = self.tree.remove().err().map(|e| format!("{e:#}"));
         drop(self.files);
-        conclude(&mut self.report);
+        crate::report::judging::conclude(&mut self.report);
         self.report
     }
 }
@@ -134,7 +146,7 @@ impl Session {
 fn with_baseline_named(plan: &Plan, hierarchy: &Hierarchy, base: &std::path::Path) -> Plan {
     let mut plan = plan.clone();
     let at_true_root = hierarchy.is_root(base) && plan.base != BaseSpec::New;
-    for placement in plan.placements.iter_mut().filter(|p| p.is_root()) {
+    for placement in plan.placements.iter_mut().filter(|p| p.is_baseline()) {
         placement.name = if at_true_root { "root" } else { "base" }.into();
     }
     plan
@@ -147,7 +159,7 @@ fn setup_warnings(plan: &Plan, tree: &Tree, leaves: &[Leaf], hierarchy: &Hierarc
         tree.changed_outside().map(|control| Warning::MemoryEnabled { control }).into_iter().collect();
     warnings.extend(others_named(run::HARNESS_NAME).into_iter().map(|pid| Warning::OtherRun { pid }));
     // A baseline in the base itself shares its memcg with every process there.
-    if let Some(index) = plan.placements.iter().position(|p| p.is_root()) {
+    if let Some(index) = plan.placements.iter().position(|p| p.is_baseline()) {
         let leaf = &leaves[index];
         let others = cgroup::base::foreign_processes(&leaf.fs_path).unwrap_or(0);
         if others > 0 {
@@ -198,13 +210,14 @@ struct Scheduled {
     placement: usize,
 }
 
-/// The run's slices in the order they are measured: round by round, each a slice of every
-/// placement at every task count, the placements' order reversed every other round (ABBA), so
-/// drift over the run weighs on every placement alike.
+/// The run's slices in the order they are measured: task count by task count (only one task
+/// count's workers are alive at a time, so a sweep holds no more memory than its largest
+/// step), round by round, each a slice of every placement, the placements' order reversed
+/// every other round (ABBA), so drift over the run weighs on every placement alike.
 fn schedule(plan: &Plan) -> Vec<Scheduled> {
     let mut slices = Vec::new();
-    for round in 1..=plan.rounds() {
-        for &tasks in &plan.task_counts {
+    for &tasks in &plan.task_counts {
+        for round in 1..=plan.rounds() {
             for placement in order(plan.placements.len(), round) {
                 slices.push(Scheduled { round, tasks, placement });
             }
@@ -213,8 +226,10 @@ fn schedule(plan: &Plan) -> Vec<Scheduled> {
     slices
 }
 
-/// The interleaved loop over the schedule. A slice that fails is recorded and the run goes on;
-/// a stop signal ends it, keeping the rounds completed before it.
+/// The interleaved loop over the schedule. Each task count's workers are set up before its
+/// first slice and retired after its last. A slice that fails is recorded and the run goes
+/// on; a stop signal ends it, keeping every slice completed before it (those of the round it
+/// cut short flagged, in no figure).
 fn measure_all(
     report: &mut Report,
     leaves: &[Leaf],
@@ -224,37 +239,54 @@ fn measure_all(
 ) {
     let slices = schedule(&report.plan);
     let mut oom = OomCounts::new(leaves, slicer);
-    let per_slice_s = (report.plan.warmup + report.plan.slice_duration()).as_secs_f64();
+    let per_slice_s = report.plan.slice_duration().as_secs_f64();
     for (sequence, &slice) in slices.iter().enumerate() {
+        let set_up = sequence == 0 || slices[sequence - 1].tasks != slice.tasks;
+        if set_up {
+            slicer.retire();
+            progress.start(format!("setting up {} tasks per placement", slice.tasks), 0.0);
+            if let Err(signal) = set_up_all(report, leaves, slicer, slice.tasks) {
+                report.interrupted = Some(signal);
+                break;
+            }
+        }
         let placement = report.plan.placements[slice.placement].clone();
+        let repetition = report.plan.repetition_of(slice.round);
         progress.start(
-            format!("{} slice {}/{}, {} tasks", placement.name, slice.round, report.plan.rounds(), slice.tasks),
+            format!(
+                "{} repetition {repetition}, slice {}/{}, {} tasks",
+                placement.name,
+                report.plan.slice_of(slice.round),
+                report.plan.slices,
+                slice.tasks
+            ),
             (slices.len() - sequence - 1) as f64 * per_slice_s,
         );
         let leaf = &leaves[slice.placement];
-        let cpus = &report.plan.cpus;
-        let spec = SliceSpec {
-            cpus: cpus_for_tasks(cpus, slice.tasks),
-            leaf,
-            worker_leaves: worker_leaves(leaf, slice.tasks, cpus.len()),
-        };
+        let spec = slice_spec(&report.plan, leaves, slice);
         let mut notices = Vec::new();
         let measured = slicer.measure(&spec, &mut |notice| notices.push(notice), progress);
-        for warning in notices.into_iter().map(Warning::Measurement) {
-            if !report.warnings.contains(&warning) {
-                report.warnings.push(warning);
-            }
-        }
+        note_notices(report, notices);
         let (round, tasks) = (slice.round, slice.tasks);
         match measured {
             Ok(run) => {
-                report.measurements.push(Measurement { placement, leaf: leaf.clone(), tasks, round, sequence, run });
+                report.measurements.push(Measurement {
+                    placement,
+                    leaf: leaf.clone(),
+                    tasks,
+                    round,
+                    sequence,
+                    run,
+                    round_complete: true,
+                });
                 checkpoint(report);
             }
             Err(e) => {
                 if let Some(&Interrupted(signal)) = e.downcast_ref::<Interrupted>() {
-                    // A stop signal ends the run with its completed rounds only.
-                    report.measurements.retain(|m| m.round < round);
+                    // The round cut short keeps its slices, flagged: no pair of it is whole.
+                    for m in report.measurements.iter_mut().filter(|m| m.round == round && m.tasks == tasks) {
+                        m.round_complete = false;
+                    }
                     report.interrupted = Some(signal);
                     break;
                 }
@@ -272,7 +304,44 @@ fn measure_all(
             }
         }
     }
+    slicer.retire();
     progress.clear();
+}
+
+/// What a scheduled slice measures.
+fn slice_spec<'a>(plan: &Plan, leaves: &'a [Leaf], slice: Scheduled) -> SliceSpec<'a> {
+    let leaf = &leaves[slice.placement];
+    SliceSpec {
+        placement: slice.placement,
+        cpus: cpus_for_tasks(&plan.cpus, slice.tasks),
+        leaf,
+        worker_leaves: worker_leaves(leaf, slice.tasks, plan.cpus.len()),
+    }
+}
+
+/// Every placement's workers at `tasks` made ready before the first slice, so no slice forks.
+/// A set-up that fails is said again by that placement's slices; a stop signal ends the run.
+fn set_up_all(report: &mut Report, leaves: &[Leaf], slicer: &mut dyn Slicer, tasks: usize) -> Result<(), i32> {
+    for placement in 0..report.plan.placements.len() {
+        let spec = slice_spec(&report.plan, leaves, Scheduled { round: 1, tasks, placement });
+        let mut notices = Vec::new();
+        let made = slicer.set_up(&spec, &mut |notice| notices.push(notice));
+        note_notices(report, notices);
+        if let Err(e) = made
+            && let Some(&Interrupted(signal)) = e.downcast_ref::<Interrupted>()
+        {
+            return Err(signal);
+        }
+    }
+    Ok(())
+}
+
+fn note_notices(report: &mut Report, notices: Vec<run::Notice>) {
+    for warning in notices.into_iter().map(Warning::Measurement) {
+        if !report.warnings.contains(&warning) {
+            report.warnings.push(warning);
+        }
+    }
 }
 
 /// The cgroup each of `tasks` workers runs in: the leaf itself, or for `siblings:N` the sibling
@@ -328,180 +397,6 @@ impl<'a> OomCounts<'a> {
         *seen = kills;
         reason
     }
-}
-
-/// What follows from the measurements once the loop is over: empty baselines become failures,
-/// counts that disagree and figures that should not be trusted become warnings.
-fn conclude(report: &mut Report) {
-    let failures = &mut report.failures;
-    // A baseline that counted nothing has no rate to divide by: that slice failed.
-    report.measurements.retain(|m| {
-        let empty_baseline = m.placement.is_root() && m.run.loop_faults() == 0;
-        if empty_baseline {
-            failures.push(Failure {
-                placement: m.placement.clone(),
-                tasks: m.tasks,
-                round: m.round,
-                reason: format!(
-                    "the baseline counted no work in {:.3} s, so no ratio can be formed; measure longer (--duration)",
-                    m.run.elapsed_s()
-                ),
-            });
-        }
-        !empty_baseline
-    });
-    let shape = workload::shape(&report.plan.workload_settings(None));
-    if shape.exact {
-        let disagreements: Vec<Warning> =
-            report.measurements.iter().filter_map(|m| counts_disagree(m, shape.per_iteration)).collect();
-        report.warnings.extend(disagreements);
-    }
-    report.finished = true;
-    let reliability = reliability_warnings(report);
-    report.warnings.extend(reliability);
-}
-
-/// SIGSTOP freezes each worker mid-iteration: the kernel has counted up to one iteration's
-/// faults per worker that the loop counter has not. That much difference is the protocol,
-/// not a disagreement; anything beyond it and 1% is.
-fn counts_disagree(m: &Measurement, per_iteration: u64) -> Option<Warning> {
-    let loop_faults = m.run.loop_faults();
-    let kernel_faults = m.run.kernel_faults();
-    let in_flight = (m.run.workers.len() as u64 * per_iteration) as f64;
-    (kernel_faults > 0 && loop_faults.abs_diff(kernel_faults) as f64 > 0.01 * kernel_faults as f64 + in_flight).then(
-        || Warning::CountsDisagree { placement: m.placement.name.clone(), round: m.round, loop_faults, kernel_faults },
-    )
-}
-
-/// Warnings about figures that should not be trusted: a baseline under pressure, variation,
-/// overran slices, skew, CPU taken by other load.
-fn reliability_warnings(report: &Report) -> Vec<Warning> {
-    let mut warnings = baseline_pressure_warnings(report);
-    for summary in report.summaries() {
-        // The overhead comes from the cost on CPU where it was read: its variation is what
-        // limits the resolution, not the wall-clock rate's.
-        let costs: Option<Vec<f64>> =
-            report.of(summary.placement, summary.tasks).map(Measurement::cpu_ns_per_fault).collect();
-        if let Some(cost) = costs.as_deref().and_then(crate::stats::summarize) {
-            if cost.n > 1 && cost.cv_pct > 5.0 {
-                warnings.push(Warning::NoisyCost {
-                    placement: summary.placement.name.clone(),
-                    unit: report.unit.singular(),
-                    cv_pct: cost.cv_pct,
-                    slices: cost.n,
-                });
-            }
-        } else if summary.faults_per_sec.n > 1 && summary.faults_per_sec.cv_pct > 5.0 {
-            warnings.push(Warning::Noisy {
-                placement: summary.placement.name.clone(),
-                unit: report.unit.name(),
-                cv_pct: summary.faults_per_sec.cv_pct,
-                slices: summary.faults_per_sec.n,
-            });
-        }
-    }
-    for m in &report.measurements {
-        for warning in slice_warnings(report, m) {
-            // A warning about one worker's CPU is said once, even where workers share the CPU.
-            if !warnings.contains(&warning) {
-                warnings.push(warning);
-            }
-        }
-    }
-    warnings
-}
-
-/// A baseline whose memcg reclaimed, hit a limit or stalled measures more than the fault path.
-fn baseline_pressure_warnings(report: &Report) -> Vec<Warning> {
-    let mut warnings = Vec::new();
-    for summary in report.summaries().iter().filter(|s| s.placement.is_root()) {
-        // Stall time counts only where it is the cgroup's own, not the whole system's.
-        let own_stalls = report.measurements.iter().all(|m| m.run.psi_scope != Some(PsiScope::System));
-        let counters: [MemcgCounter; 3] = [|c| c.stat.pgsteal, |c| c.events.max, |c| c.events.high];
-        let stalls: MemcgCounter = |c| c.pressure.map(|p| p.some_us);
-        let pressure = counters
-            .into_iter()
-            .chain(own_stalls.then_some(stalls))
-            .any(|counter| report.memcg_total(summary.placement, summary.tasks, counter).is_some_and(|v| v > 0));
-        if pressure && let Some(what) = report.memcg_note(summary.placement, summary.tasks) {
-            warnings.push(Warning::BaselineUnderPressure { placement: summary.placement.name.clone(), what });
-        }
-    }
-    warnings
-}
-
-/// One slice's warnings: overran, started apart, or its workers' CPUs taken by other load.
-fn slice_warnings(report: &Report, m: &Measurement) -> Vec<Warning> {
-    let name = || m.placement.name.clone();
-    if m.run.overran {
-        // Its CPU shares are low because it stood still, not because of other load.
-        return vec![match report.plan.iterations {
-            Some(_) => Warning::PausedFixedWork { placement: name(), round: m.round, measured_s: m.run.elapsed_s() },
-            None => Warning::Overran {
-                placement: name(),
-                round: m.round,
-                measured_s: m.run.elapsed_s(),
-                asked_s: report.plan.slice_duration().as_secs_f64(),
-            },
-        }];
-    }
-    let mut warnings = Vec::new();
-    if m.run.start_skew_ns as f64 > 0.1 * report.plan.interval.as_nanos() as f64 {
-        warnings.push(Warning::StartSkew {
-            placement: name(),
-            round: m.round,
-            skew_us: m.run.start_skew_ns as f64 / 1e3,
-        });
-    }
-    // Round-robin placement puts k workers on a CPU on purpose: each is owed 1/k of it. One
-    // judgement per CPU, of the workers on it together.
-    let mut cpus: Vec<usize> = m.run.workers.iter().map(|w| w.cpu).collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    for cpu in cpus {
-        let on_it: Vec<&run::WorkerResult> = m.run.workers.iter().filter(|w| w.cpu == cpu).collect();
-        // Fixed work: workers sharing a CPU finish apart (each is owed a varying share), a
-        // worker done early is parked (not runnable, no cost), and under a second rusage's
-        // tick granularity is too coarse to judge.
-        if report.plan.iterations.is_some() && (on_it.len() > 1 || m.run.elapsed_s() < 1.0) {
-            continue;
-        }
-        warnings.extend(cpu_time_warnings(report, m, cpu, &on_it));
-    }
-    warnings
-}
-
-/// What took the time of the workers on `cpu` off it, as measured: waiting for the CPU
-/// (run_delay), blocked or stopped (the rest), the hypervisor's steal; the CPU share alone
-/// where schedstat is absent.
-fn cpu_time_warnings(report: &Report, m: &Measurement, cpu: usize, workers: &[&run::WorkerResult]) -> Vec<Warning> {
-    let (placement, round, sharing) = (m.placement.name.clone(), m.round, workers.len() as f64);
-    let elapsed_ns = m.run.elapsed_ns.max(1);
-    // The workers' time on this CPU together: the slice once per worker.
-    let span_ns = elapsed_ns as f64 * sharing;
-    let sum = |get: &dyn Fn(&run::WorkerResult) -> Option<u64>| workers.iter().map(|w| get(w)).sum::<Option<u64>>();
-    let mut warnings = Vec::new();
-    let (Some(_), Some(wait_ns)) = (sum(&|w| w.on_cpu_ns), sum(&|w| w.wait_ns)) else {
-        let share = workers.iter().map(|w| w.cpu_share).fold(f64::INFINITY, f64::min);
-        if share * sharing < 0.95 {
-            warnings.push(Warning::CpuTaken { placement, round, cpu, share, sharing });
-        }
-        return warnings;
-    };
-    let wait_share = wait_ns as f64 / span_ns;
-    if wait_share > (sharing - 1.0) / sharing + 0.05 {
-        warnings.push(Warning::WaitedForCpu { placement: placement.clone(), round, cpu, share: wait_share, sharing });
-    }
-    let blocked_share = sum(&|w| w.blocked_ns(elapsed_ns)).unwrap_or(0) as f64 / span_ns;
-    if report.plan.iterations.is_none() && blocked_share > 0.05 {
-        warnings.push(Warning::Blocked { placement: placement.clone(), round, cpu, share: blocked_share, sharing });
-    }
-    // /proc/stat counts steal in ticks: under two of them is rounding, not a measurement.
-    let steal_ns = sum(&|w| w.steal_ns).unwrap_or(0);
-    if steal_ns as f64 > 0.01 * elapsed_ns as f64 && steal_ns >= 2 * crate::measure::procfs::steal_tick_ns() {
-        warnings.push(Warning::Stolen { placement, round, cpu, share: steal_ns as f64 / elapsed_ns as f64 });
-    }
-    warnings
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use std::io::Write;
 
 use anyhow::Result;
 
+use crate::report::levels::LevelCost;
 use crate::report::{Measurement, Report};
 pub use crate::results::row::Row;
 
@@ -16,8 +17,9 @@ fn round6(value: f64) -> f64 {
 pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row> {
     let (workload, mode) = (report.plan.workload.name(), report.plan.mode.name());
     let mut rows = Vec::new();
+    let costs = report.level_costs();
     for m in &report.measurements {
-        rows.push(summary_row(report, m, workload, mode));
+        rows.push(summary_row(report, &costs, m, workload, mode));
         if per_cpu {
             for worker in &m.run.workers {
                 let faults_per_sec = worker.loop_faults as f64 / m.run.elapsed_s();
@@ -53,7 +55,8 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row> {
                     blocked_s: worker.blocked_ns(m.run.elapsed_ns).map(|ns| round6(ns as f64 / 1e9)),
                     steal_s: worker.steal_ns.map(|ns| round6(ns as f64 / 1e9)),
                     throughput_vs_baseline: None,
-                    ..summary_row(report, m, workload, mode)
+                    timeslices: worker.timeslices,
+                    ..summary_row(report, &costs, m, workload, mode)
                 });
             }
         }
@@ -61,10 +64,11 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row> {
     rows
 }
 
-fn summary_row(report: &Report, m: &Measurement, workload: &str, mode: &str) -> Row {
+fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement, workload: &str, mode: &str) -> Row {
     let env = &report.env;
     let tasks = m.run.workers.len();
     let time = m.time_split();
+    let level = costs.iter().find(|c| c.tasks == m.tasks).map(|c| &c.cpu);
     Row {
         run_id: env.run_id.clone(),
         started_at: env.started_at.clone(),
@@ -121,6 +125,13 @@ fn summary_row(report: &Report, m: &Measurement, workload: &str, mode: &str) -> 
         blocked_s: time.map(|t| round6(t.blocked_s)),
         steal_s: time.and_then(|t| t.steal_s).map(round6),
         throughput_vs_baseline: report.throughput_vs_baseline(m).map(round6),
+        timeslices: m.run.workers.iter().map(|w| w.timeslices).sum(),
+        disturbance: m.disturbance().map(round6),
+        round_complete: m.round_complete,
+        counted: report.counted(m),
+        ns_per_level: level.map(|l| round6(l.ns_per_fault)),
+        ns_per_level_low: level.and_then(|l| l.low).map(round6),
+        ns_per_level_high: level.and_then(|l| l.high).map(round6),
     }
 }
 

@@ -55,8 +55,8 @@ pub fn write(dir: &Path, report: &Report) -> Result<Vec<PathBuf>> {
         let svg = dir.join(format!("{stem}.svg"));
         flame_graph(&format!("{} ({} tasks)", summary.placement.name, summary.tasks), &folded, &svg)?;
         written.extend([folded_path, svg]);
-        let baseline = report.plan.placements.iter().find(|p| p.is_root());
-        if let Some(baseline) = baseline.filter(|_| !summary.placement.is_root())
+        let baseline = report.plan.placements.iter().find(|p| p.is_baseline());
+        if let Some(baseline) = baseline.filter(|_| !summary.placement.is_baseline())
             && let Some(base) = report.profile_totals(baseline, summary.tasks)
         {
             let mut difference = Vec::new();

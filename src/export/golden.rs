@@ -50,7 +50,7 @@ fn eventful() -> Report {
 fn on_cpu() -> Report {
     let mut report = synthetic_report(&[(100_000.0, 90_000.0), (101_000.0, 91_000.0)]);
     for m in &mut report.measurements {
-        let on_cpu_ns = if m.placement.is_root() { 1_990_000_000 } else { 1_790_000_000 };
+        let on_cpu_ns = if m.placement.is_baseline() { 1_990_000_000 } else { 1_790_000_000 };
         for worker in &mut m.run.workers {
             worker.on_cpu_ns = Some(on_cpu_ns + worker.cpu as u64 * 1_000_000);
             worker.wait_ns = Some(5_000_000);

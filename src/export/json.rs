@@ -33,6 +33,9 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
                 "steal_s": time.and_then(|t| t.steal_s),
                 "memcg_ns_per_fault": crate::report::Report::memcg_ns_per_fault(m),
                 "ns_per_fault": m.ns_per_fault(),
+                "disturbance": m.disturbance(),
+                "round_complete": m.round_complete,
+                "counted": report.counted(m),
                 "run": run_with_memcg(m),
             })
         })
@@ -71,6 +74,8 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
         "unit": report.unit,
         "measurements": measurements,
         "summaries": report.summaries(),
+        // What one memcg level costs, per task count, where two or more plain depths ran.
+        "per_level": report.level_costs(),
         "failures": failures,
         "warnings": report.warnings,
         "complete": report.complete(),

@@ -7,6 +7,7 @@ mod golden;
 pub mod json;
 pub mod markdown;
 pub mod plot;
+mod resolution;
 mod sink;
 pub mod table;
 

@@ -26,7 +26,10 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     memcg_notes(out, report, &summaries, &columns)?;
     time_notes(out, report, &summaries, &columns)?;
     overran_lines(out, report, &columns)?;
+    super::resolution::counted_lines(out, report, &summaries)?;
     overhead_lines(out, report, &summaries, columns.sweep)?;
+    super::resolution::control_lines(out, report, &summaries)?;
+    super::resolution::level_lines(out, report)?;
     siblings_lines(out, &summaries, columns.sweep)?;
     memcg_lines(out, report, &summaries)?;
     if columns.sweep {
@@ -197,7 +200,7 @@ fn placement_rows(out: &mut dyn Write, summaries: &[PlacementSummary], columns: 
         let error = if rate.n > 1 { format!("{:.1}%", rate.rse_pct) } else { "-".into() };
         // The one overhead estimator: the geometric mean of the per-slice baseline/placement
         // ratios, the same number as the overhead line below and the CSV's.
-        let overhead = match (summary.placement.is_root(), summary.overhead_vs_baseline) {
+        let overhead = match (summary.placement.is_baseline(), summary.overhead_vs_baseline) {
             (true, _) => "100%".to_string(),
             (false, Some(interval)) => overhead_text(&interval),
             (false, None) => "-".into(),
@@ -273,7 +276,7 @@ fn time_notes(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummar
     let name_width = columns.name_width;
     for summary in summaries {
         let Some(time) = summary.time.filter(|t| t.share(t.blocked_s) > 0.05) else { continue };
-        let throughput = match (summary.placement.is_root(), summary.throughput_vs_baseline) {
+        let throughput = match (summary.placement.is_baseline(), summary.throughput_vs_baseline) {
             (false, Some(ratio)) => format!("; throughput ratio {}", overhead_text(&ratio)),
             _ => String::new(),
         };
@@ -290,28 +293,31 @@ fn time_notes(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummar
     Ok(())
 }
 
-/// Slices that ran past their time (stopped or starved): named, since the statistics leave
-/// them out.
+/// Slices that ran past their time (stopped or starved): counted per placement and named up
+/// to three, since the statistics leave them out.
 fn overran_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Result<()> {
     let name_width = columns.name_width;
-    for m in report.measurements.iter().filter(|m| m.run.overran) {
-        if report.plan.iterations.is_some() {
-            let name = &m.placement.name;
-            writeln!(
-                out,
-                "{name:<name_width$} slice {}: OVERRAN, stopped (Ctrl-Z) during its fixed work; not comparable",
-                m.round
-            )?;
+    for placement in &report.plan.placements {
+        let overran: Vec<&Measurement> =
+            report.measurements.iter().filter(|m| m.run.overran && &m.placement == placement).collect();
+        if overran.is_empty() {
             continue;
         }
-        writeln!(
-            out,
-            "{:<name_width$} slice {}: OVERRAN, measured {:.2} s for {} asked (stopped or starved); not comparable",
-            m.placement.name,
-            m.round,
-            m.run.elapsed_s(),
-            seconds(report.plan.slice_duration())
-        )?;
+        let mut named: Vec<String> = overran.iter().take(3).map(|m| report.plan.slice_name(m.round)).collect();
+        if overran.len() > 3 {
+            named.push(format!("{} more", overran.len() - 3));
+        }
+        let what = match report.plan.iterations {
+            Some(_) => "stopped (Ctrl-Z) during its fixed work".to_string(),
+            None => {
+                let longest = overran.iter().map(|m| m.run.elapsed_s()).fold(0.0, f64::max);
+                format!(
+                    "measured up to {longest:.2} s for {} asked (stopped or starved)",
+                    seconds(report.plan.slice_duration())
+                )
+            }
+        };
+        writeln!(out, "{:<name_width$} {}: OVERRAN, {what}; not comparable", placement.name, named.join(", "))?;
     }
     Ok(())
 }
@@ -337,8 +343,9 @@ fn overhead_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSu
         };
         // What the overhead was computed from: the cost per fault on CPU where both sides have
         // it (the baseline's too), else throughput.
-        let baseline_cost =
-            summaries.iter().any(|b| b.placement.is_root() && b.tasks == summary.tasks && b.cpu_ns_per_fault.is_some());
+        let baseline_cost = summaries
+            .iter()
+            .any(|b| b.placement.is_baseline() && b.tasks == summary.tasks && b.cpu_ns_per_fault.is_some());
         let basis = match (summary.cpu_ns_per_fault.is_some() && baseline_cost, summary.throughput_vs_baseline) {
             (true, Some(throughput)) => {
                 format!("; from CPU ns per fault, throughput ratio {:.1}%", 100.0 * throughput.mean)
@@ -385,14 +392,14 @@ fn siblings_lines(out: &mut dyn Write, summaries: &[PlacementSummary], sweep: bo
 /// --profile: per placement, the memcg family's share of CPU time and its ns per fault with the
 /// interval over slices, the change against the baseline, and the functions that moved most.
 fn memcg_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummary]) -> Result<()> {
-    let baseline = summaries.iter().find(|s| s.placement.is_root());
+    let baseline = summaries.iter().find(|s| s.placement.is_baseline());
     for summary in summaries {
         let Some(memcg) = &summary.memcg else { continue };
         let interval = match (memcg.low, memcg.high) {
             (Some(low), Some(high)) => format!(" (95% CI {low:.0}-{high:.0} over slices)"),
             _ => String::new(),
         };
-        let versus = match baseline.and_then(|b| b.memcg.as_ref()).filter(|_| !summary.placement.is_root()) {
+        let versus = match baseline.and_then(|b| b.memcg.as_ref()).filter(|_| !summary.placement.is_baseline()) {
             Some(base) => format!(", {:+.0} ns vs {}", memcg.ns_per_fault - base.ns_per_fault, report.baseline_name()),
             None => String::new(),
         };
@@ -405,7 +412,7 @@ fn memcg_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSumma
             report.unit.singular(),
             thousands(memcg.samples as f64)
         )?;
-        if !summary.placement.is_root() {
+        if !summary.placement.is_baseline() {
             let moved: Vec<String> = report
                 .function_differences(summary.placement, summary.tasks)
                 .into_iter()

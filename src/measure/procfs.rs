@@ -12,6 +12,11 @@ pub struct ProcStat {
     pub minflt: u64,
     pub user_us: u64,
     pub sys_us: u64,
+    /// What the children it waited for did (cminflt, cutime, cstime): a forking workload's
+    /// faults are its children's. Per process; a thread's line repeats its process's.
+    pub children_minflt: u64,
+    pub children_user_us: u64,
+    pub children_sys_us: u64,
 }
 
 /// A stat line's fields faultscale uses, parsed by the procfs crate (a command name may hold
@@ -31,6 +36,9 @@ fn from_stat(stat: procfs::process::Stat, ticks_per_sec: u64) -> Option<ProcStat
         minflt: stat.minflt,
         user_us: to_us(stat.utime),
         sys_us: to_us(stat.stime),
+        children_minflt: stat.cminflt,
+        children_user_us: to_us(u64::try_from(stat.cutime).ok()?),
+        children_sys_us: to_us(u64::try_from(stat.cstime).ok()?),
     })
 }
 
@@ -55,13 +63,18 @@ pub struct SchedTimes {
     /// Runnable, waiting for a CPU (schedstat's run_delay); None where the kernel keeps no
     /// schedstat and the thread's CPU clock stood in for the time on CPU.
     pub wait_ns: Option<u64>,
+    /// Times it was put on a CPU (schedstat's third field): one per thaw when nothing else
+    /// wanted the CPU, more where it was preempted; None without schedstat.
+    pub timeslices: Option<u64>,
 }
 
 /// /proc/PID/task/TID/schedstat, or where it is absent the thread's CPU clock.
 pub fn sched_times(pid: i32, tid: i32) -> Option<SchedTimes> {
     match task(pid, tid).and_then(|t| t.schedstat().ok()) {
-        Some(s) => Some(SchedTimes { on_cpu_ns: s.sum_exec_runtime, wait_ns: Some(s.run_delay) }),
-        None => thread_cpu_ns(tid).map(|on_cpu_ns| SchedTimes { on_cpu_ns, wait_ns: None }),
+        Some(s) => {
+            Some(SchedTimes { on_cpu_ns: s.sum_exec_runtime, wait_ns: Some(s.run_delay), timeslices: Some(s.pcount) })
+        }
+        None => thread_cpu_ns(tid).map(|on_cpu_ns| SchedTimes { on_cpu_ns, wait_ns: None, timeslices: None }),
     }
 }
 
@@ -155,7 +168,10 @@ mod tests {
                 parent: 1,
                 minflt: 987654,
                 user_us: 2_500_000,
-                sys_us: 750_000
+                sys_us: 750_000,
+                children_minflt: 55,
+                children_user_us: 0,
+                children_sys_us: 0,
             })
         );
         assert_eq!(parse_stat("garbage", 100), None);

@@ -31,19 +31,34 @@ pub struct Placement {
     pub profile: Option<String>,
     /// `siblings:N`: the workers spread over N sibling cgroups under one parent (0: one cgroup).
     pub siblings: u32,
+    /// `control`: a second set of workers in the baseline's own cgroup (an A/A check: its
+    /// overhead is 100% by construction, its interval what the machine resolves now).
+    pub control: bool,
 }
 
 impl Placement {
-    pub fn root() -> Self {
-        Placement { name: "root".into(), depth: 0, levels: Vec::new(), profile: None, siblings: 0 }
+    /// The baseline, named `root` until the session knows whether its base is the true root.
+    pub fn baseline() -> Self {
+        Placement { name: "root".into(), depth: 0, levels: Vec::new(), profile: None, siblings: 0, control: false }
     }
 
     pub fn plain(name: String, depth: u32) -> Self {
-        Placement { name, depth, levels: vec![Vec::new(); depth as usize], profile: None, siblings: 0 }
+        Placement { name, depth, levels: vec![Vec::new(); depth as usize], profile: None, siblings: 0, control: false }
     }
 
-    pub fn is_root(&self) -> bool {
-        self.depth == 0
+    pub fn control() -> Self {
+        Placement { name: "control".into(), control: true, ..Placement::plain(String::new(), 0) }
+    }
+
+    /// The placement every other is divided by: depth 0, in the base's own cgroup.
+    pub fn is_baseline(&self) -> bool {
+        self.depth == 0 && !self.control
+    }
+
+    /// Whether the per-level fit over depth takes this placement: plain cgroups only (no
+    /// knobs, no siblings), the baseline at depth 0 included, the control not.
+    pub fn is_plain_depth(&self) -> bool {
+        !self.control && self.siblings == 0 && self.levels.iter().all(Vec::is_empty)
     }
 }
 
@@ -64,7 +79,8 @@ pub fn parse_placements(list: &str) -> Result<Vec<Placement>> {
         let item = item.trim();
         let expanded: Vec<Placement> = match item {
             "" => bail!("--cgroup {list:?}: empty placement; use e.g. --cgroup child,nested:3"),
-            "root" | "base" => vec![Placement::root()],
+            "root" | "base" => vec![Placement::baseline()],
+            "control" => vec![Placement::control()],
             "child" => vec![Placement::plain("child".into(), 1)],
             _ if item.starts_with("siblings:") => {
                 let count = item["siblings:".len()..]
@@ -97,6 +113,7 @@ pub fn parse_placements(list: &str) -> Result<Vec<Placement>> {
                         levels: profile.levels,
                         profile: Some(item.to_string()),
                         siblings: 0,
+                        control: false,
                     }]
                 }
             },
@@ -157,6 +174,14 @@ impl Plan {
     /// The repetition (1-based) a round belongs to.
     pub fn repetition_of(&self, round: u32) -> u32 {
         (round - 1) / self.slices + 1
+    }
+
+    /// A round as the CSV names it: `slice 5`, or `repetition 2 slice 5` with --repeat.
+    pub fn slice_name(&self, round: u32) -> String {
+        match self.repeat {
+            1 => format!("slice {}", self.slice_of(round)),
+            _ => format!("repetition {} slice {}", self.repetition_of(round), self.slice_of(round)),
+        }
     }
 
     /// The slice within its repetition (1-based) a round is.
@@ -220,7 +245,13 @@ mod tests {
         assert_eq!(limited[0].levels[0][0].name, "memory.max");
         assert!(parse_placements("nested:4..2").is_err());
         assert!(parse_placements("nested:2,nested:1..3").is_err());
-        assert_eq!(parse_placements("root").unwrap(), vec![Placement::root()]);
+        assert_eq!(parse_placements("root").unwrap(), vec![Placement::baseline()]);
+        let control = &parse_placements("child,control").unwrap()[1];
+        assert!(control.control && !control.is_baseline() && control.depth == 0 && !control.is_plain_depth());
+        assert!(parse_placements("control,control").is_err());
+        let control = &parse_placements("child,control").unwrap()[1];
+        assert!(control.control && !control.is_baseline() && control.depth == 0 && !control.is_plain_depth());
+        assert!(parse_placements("control,control").is_err());
         assert_eq!(parse_placements("nested:64").unwrap()[0].depth, 64);
         let siblings = &parse_placements("siblings:4").unwrap()[0];
         assert_eq!((siblings.name.as_str(), siblings.depth, siblings.siblings), ("siblings:4", 1, 4));

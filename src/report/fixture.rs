@@ -10,7 +10,7 @@ use crate::workload::{ThpMode, WorkloadKind};
 /// The plan of a 2 s root-vs-child anon run on CPUs 0-1.
 pub fn test_plan() -> Plan {
     Plan {
-        placements: vec![Placement::root(), Placement::plain("child".into(), 1)],
+        placements: vec![Placement::baseline(), Placement::plain("child".into(), 1)],
         duration: Duration::from_secs(2),
         slices: 1,
         repeat: 1,
@@ -41,7 +41,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
     let mut measurements = Vec::new();
     for (index, &(root, child)) in rates.iter().enumerate() {
         for (placement, rate, path) in
-            [(Placement::root(), root, "/base"), (Placement::plain("child".into(), 1), child, "/base/fs-child")]
+            [(Placement::baseline(), root, "/base"), (Placement::plain("child".into(), 1), child, "/base/fs-child")]
         {
             let faults = (rate * 2.0) as u64;
             let worker = |cpu: usize, faults: u64| WorkerResult {
@@ -57,6 +57,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
                 start_offset_ns: 1000 * cpu as u64,
                 on_cpu_ns: None,
                 wait_ns: None,
+                timeslices: None,
                 steal_ns: None,
                 cgroup_path: None,
             };
@@ -74,6 +75,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
                 memcg: Default::default(),
                 psi_scope: None,
                 profile: None,
+                harness: None,
             };
             let sequence = measurements.len();
             measurements.push(Measurement {
@@ -83,6 +85,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
                 round: index as u32 + 1,
                 sequence,
                 run,
+                round_complete: true,
             });
         }
     }

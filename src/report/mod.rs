@@ -4,6 +4,8 @@
 pub mod environment;
 #[cfg(test)]
 pub mod fixture;
+pub mod judging;
+pub mod levels;
 pub mod warnings;
 
 use std::collections::BTreeMap;
@@ -29,9 +31,42 @@ pub struct Measurement {
     /// Position of this measurement in the run (0-based), so the interleaving can be checked.
     pub sequence: usize,
     pub run: PlacementRun,
+    /// false for a slice of the round a stop signal cut short: kept and written, flagged, in
+    /// no figure (its round's other placements were never measured against it).
+    pub round_complete: bool,
 }
 
+/// A slice in which a worker spent more than this share of the slice runnable but waiting for
+/// its CPU was disturbed: what ran in its place also took its caches, so its cost per fault is
+/// inflated (scripts/bench-noise). The hypervisor's steal is not counted here: /proc/stat
+/// counts it in 10 ms ticks, a tenth of a slice.
+pub const DISTURBED_SHARE: f64 = 0.02;
+
+/// The disturbed slices are left out only while they are at most this share of a task
+/// count's slices; past it (a steady neighbour on every CPU) every slice counts, disturbed
+/// alike, and the table says so.
+pub const DISTURBED_LEFT_OUT_UP_TO: f64 = 0.5;
+
 impl Measurement {
+    /// The largest share of the slice any worker spent runnable but waiting for its CPU
+    /// (schedstat's run_delay). None without schedstat, or where workers share a CPU by design
+    /// (more tasks than CPUs: each waits its turn).
+    pub fn disturbance(&self) -> Option<f64> {
+        let workers = &self.run.workers;
+        let mut cpus: Vec<usize> = workers.iter().map(|w| w.cpu).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        if cpus.len() < workers.len() {
+            return None;
+        }
+        let span = self.run.elapsed_ns.max(1) as f64;
+        workers.iter().map(|w| Some(w.wait_ns? as f64 / span)).try_fold(0.0, |most, share| Some(f64::max(most, share?)))
+    }
+
+    pub fn disturbed(&self) -> bool {
+        self.disturbance().is_some_and(|share| share > DISTURBED_SHARE)
+    }
+
     pub fn faults_per_sec(&self) -> f64 {
         self.run.loop_faults() as f64 / self.run.elapsed_s()
     }
@@ -115,6 +150,10 @@ pub struct Failure {
     pub reason: String,
 }
 
+fn counts(m: &Measurement, leave_out_disturbed: bool) -> bool {
+    !m.run.overran && m.round_complete && !(leave_out_disturbed && m.disturbed())
+}
+
 /// One memcg counter, read from a slice's counters.
 pub type MemcgCounter = fn(&crate::measure::memcg::Counters) -> Option<u64>;
 
@@ -150,14 +189,14 @@ impl Report {
 
     /// The baseline's name: `root` in the hierarchy's true root, `base` anywhere else.
     pub fn baseline_name(&self) -> &str {
-        self.plan.placements.iter().find(|p| p.is_root()).map(|p| p.name.as_str()).unwrap_or("baseline")
+        self.plan.placements.iter().find(|p| p.is_baseline()).map(|p| p.name.as_str()).unwrap_or("baseline")
     }
 
-    /// This slice's overhead: the baseline's rate over this placement's in the same round and
-    /// task count, i.e. the placement's cost per fault over the baseline's. None for the
-    /// baseline itself, an overran slice, or a rate of zero.
+    /// This slice's overhead: its CPU ns per fault over the baseline's in the same round and
+    /// task count (the throughput ratio where on-CPU times are missing). None for the
+    /// baseline itself, a slice not counted (or whose baseline is not), or a rate of zero.
     pub fn overhead_vs_baseline(&self, measurement: &Measurement) -> Option<f64> {
-        if measurement.placement.is_root() {
+        if measurement.placement.is_baseline() {
             return None;
         }
         match self.cpu_cost_ratio(measurement) {
@@ -170,10 +209,10 @@ impl Report {
     /// round (what a wall clock says, time off the CPU included). The overhead itself where
     /// on-CPU times are missing.
     pub fn throughput_vs_baseline(&self, measurement: &Measurement) -> Option<f64> {
-        if measurement.placement.is_root() {
+        if measurement.placement.is_baseline() {
             return None;
         }
-        self.rate_ratio(measurement).and_then(stats::overhead)
+        self.rate_ratio(measurement).and_then(stats::inverse_rate_ratio)
     }
 
     /// This slice's cost per fault on CPU over the baseline's in the same round.
@@ -186,13 +225,13 @@ impl Report {
 
     /// The baseline's slice in the same round and at the same task count, unless either overran.
     fn baseline_of(&self, measurement: &Measurement) -> Option<&Measurement> {
-        if measurement.run.overran {
+        if !self.counted(measurement) {
             return None;
         }
         self.measurements
             .iter()
-            .find(|m| m.placement.is_root() && m.round == measurement.round && m.tasks == measurement.tasks)
-            .filter(|m| !m.run.overran)
+            .find(|m| m.placement.is_baseline() && m.round == measurement.round && m.tasks == measurement.tasks)
+            .filter(|m| self.counted(m))
     }
 
     /// `siblings:N` against one plain cgroup at the same depth and task count (`child`, when the
@@ -203,15 +242,14 @@ impl Report {
             return None;
         }
         let child = self.plan.placements.iter().find(|p| p.name == "child" && p.siblings == 0)?;
-        let ratios: Vec<f64> = self
+        let ratios: Vec<(u32, f64)> = self
             .of(placement, tasks)
-            .filter(|m| !m.run.overran)
             .filter_map(|m| {
-                let other = self.of(child, tasks).find(|c| c.round == m.round && !c.run.overran)?;
-                (m.faults_per_sec() > 0.0).then(|| other.faults_per_sec() / m.faults_per_sec())
+                let other = self.of(child, tasks).find(|c| c.round == m.round)?;
+                (m.faults_per_sec() > 0.0).then(|| (m.round, other.faults_per_sec() / m.faults_per_sec()))
             })
             .collect();
-        stats::geometric_interval(&ratios)
+        stats::overhead_interval(&ratios)
     }
 
     /// This placement's rate divided by the baseline's rate in the same round and task count.
@@ -221,10 +259,34 @@ impl Report {
         (root_rate > 0.0).then(|| measurement.faults_per_sec() / root_rate)
     }
 
-    /// The placement's measurements at a task count that the statistics may use: a slice that
-    /// overran its time (stopped, starved) is in the CSV, flagged, but in no mean or ratio.
+    /// The placement's measurements at a task count that the statistics may use (`counted`).
     pub fn of(&self, placement: &Placement, tasks: usize) -> impl Iterator<Item = &Measurement> {
-        self.measurements.iter().filter(move |m| &m.placement == placement && m.tasks == tasks && !m.run.overran)
+        let leave_out = self.leaves_out_disturbed(tasks);
+        self.measurements.iter().filter(move |m| &m.placement == placement && m.tasks == tasks && counts(m, leave_out))
+    }
+
+    /// Whether a slice enters the means and ratios. A slice that overran its time (stopped,
+    /// starved), one of a round a stop signal cut short, and a disturbed one (while disturbed
+    /// slices are a minority at its task count) is in the CSV, flagged, but in no figure.
+    pub fn counted(&self, m: &Measurement) -> bool {
+        counts(m, self.leaves_out_disturbed(m.tasks))
+    }
+
+    /// Whether disturbed slices are left out at `tasks`: while they are at most
+    /// DISTURBED_LEFT_OUT_UP_TO of its slices.
+    pub fn leaves_out_disturbed(&self, tasks: usize) -> bool {
+        let slices = || self.measurements.iter().filter(|m| m.tasks == tasks && !m.run.overran && m.round_complete);
+        let disturbed = slices().filter(|m| m.disturbed()).count();
+        disturbed as f64 <= DISTURBED_LEFT_OUT_UP_TO * slices().count() as f64
+    }
+
+    /// The share of a placement's measured time in slices that counted, and whether the
+    /// disturbed ones were left out at this task count; None where nothing was measured.
+    pub fn counted_share(&self, placement: &Placement, tasks: usize) -> Option<f64> {
+        let all = || self.measurements.iter().filter(|m| &m.placement == placement && m.tasks == tasks);
+        let measured: f64 = all().map(|m| m.run.elapsed_s()).sum();
+        let counted: f64 = all().filter(|m| self.counted(m)).map(|m| m.run.elapsed_s()).sum();
+        (measured > 0.0).then(|| counted / measured)
     }
 
     /// CPU nanoseconds one worker spends per fault in a slice: the measured on-CPU time, or
@@ -280,7 +342,7 @@ impl Report {
             let mean = ns.iter().sum::<f64>() / ns.len().max(1) as f64;
             Some((totals, mean))
         };
-        let Some(baseline) = self.plan.placements.iter().find(|p| p.is_root()) else { return Vec::new() };
+        let Some(baseline) = self.plan.placements.iter().find(|p| p.is_baseline()) else { return Vec::new() };
         let (Some((base, base_ns)), Some((this, this_ns))) = (cost(baseline), cost(placement)) else {
             return Vec::new();
         };
@@ -379,8 +441,9 @@ impl Report {
     }
 
     fn throughput_interval(&self, placement: &Placement, tasks: usize) -> Option<stats::RatioInterval> {
-        let ratios: Vec<f64> = self.of(placement, tasks).filter_map(|m| self.throughput_vs_baseline(m)).collect();
-        stats::geometric_interval(&ratios)
+        let ratios: Vec<(u32, f64)> =
+            self.of(placement, tasks).filter_map(|m| Some((m.round, self.throughput_vs_baseline(m)?))).collect();
+        stats::overhead_interval(&ratios)
     }
 
     /// The placement's time split over all its slices (None where a slice has none).
@@ -408,8 +471,8 @@ impl Report {
             for placement in &self.plan.placements {
                 let rates: Vec<f64> = self.of(placement, tasks).map(Measurement::faults_per_sec).collect();
                 let Some(rate) = stats::summarize(&rates) else { continue };
-                let overheads: Vec<f64> =
-                    self.of(placement, tasks).filter_map(|m| self.overhead_vs_baseline(m)).collect();
+                let overheads: Vec<(u32, f64)> =
+                    self.of(placement, tasks).filter_map(|m| Some((m.round, self.overhead_vs_baseline(m)?))).collect();
                 let mean_seconds = |get: fn(&WorkerResult) -> u64| {
                     let runs: Vec<f64> = self
                         .of(placement, tasks)
@@ -438,7 +501,8 @@ impl Report {
                     tasks,
                     cgroup_path: &self.of(placement, tasks).next().expect("summarized").leaf.cgroup_path,
                     faults_per_sec: rate,
-                    overhead_vs_baseline: stats::geometric_interval(&overheads),
+                    overhead_vs_baseline: stats::overhead_interval(&overheads),
+                    counted_share: self.counted_share(placement, tasks),
                     memcg: self.memcg_cost(placement, tasks),
                     ns_per_fault: stats::ns_per_unit(rate.mean, tasks),
                     cpu_ns_per_fault: self.mean_cpu_ns_per_fault(placement, tasks),
@@ -553,8 +617,11 @@ pub struct PlacementSummary<'a> {
     pub tasks: usize,
     pub cgroup_path: &'a str,
     pub faults_per_sec: stats::Summary,
-    /// Baseline rate / this rate per slice: the geometric mean with its 95% interval.
+    /// This placement's CPU ns per fault over the baseline's, per round: the geometric mean
+    /// with its 95% interval (`stats::overhead_interval`).
     pub overhead_vs_baseline: Option<stats::RatioInterval>,
+    /// The share of the measured time in slices that counted (`Report::counted`).
+    pub counted_share: Option<f64>,
     /// Wall-clock nanoseconds one worker spends per fault, from the mean rate; None for a
     /// mean rate of zero.
     pub ns_per_fault: Option<f64>,
@@ -603,7 +670,7 @@ mod tests {
     #[test]
     fn summaries_and_ratios_come_from_paired_repetitions() {
         let report = synthetic_report(&[(100_000.0, 90_000.0), (110_000.0, 100_000.0), (105_000.0, 95_000.0)]);
-        let placements = [Placement::root(), Placement::plain("child".into(), 1)];
+        let placements = [Placement::baseline(), Placement::plain("child".into(), 1)];
         let summaries = report.summaries();
         assert_eq!(summaries[0].faults_per_sec.mean, 105_000.0);
         assert!(summaries[0].overhead_vs_baseline.is_none());

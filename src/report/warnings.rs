@@ -30,29 +30,37 @@ pub enum Warning {
     Measurement(Notice),
     /// The loop's fault count and the kernel's disagree by more than 1% (plus one iteration in
     /// flight per worker).
-    CountsDisagree { placement: String, round: u32, loop_faults: u64, kernel_faults: u64 },
+    CountsDisagree { placement: String, slice: String, loop_faults: u64, kernel_faults: u64 },
     /// The rate varies over the repetitions by more than 5% (CV).
     Noisy { placement: String, unit: &'static str, cv_pct: f64, slices: usize },
     /// The cost per fault on CPU varies over the slices by more than 5% (CV): interference
     /// while the workers ran, which no accounting of time off the CPU removes.
     NoisyCost { placement: String, unit: &'static str, cv_pct: f64, slices: usize },
     /// Workers started further apart than 10% of the sampling interval.
-    StartSkew { placement: String, round: u32, skew_us: f64 },
+    StartSkew { placement: String, slice: String, skew_us: f64 },
     /// Fixed work during which the run was stopped (Ctrl-Z): its time includes the stop.
-    PausedFixedWork { placement: String, round: u32, measured_s: f64 },
+    PausedFixedWork { placement: String, slice: String, measured_s: f64 },
     /// A slice ran more than 10% longer than asked: stopped (Ctrl-Z) or starved.
-    Overran { placement: String, round: u32, measured_s: f64, asked_s: f64 },
+    Overran { placement: String, slice: String, measured_s: f64, asked_s: f64 },
     /// A worker was on its CPU less than 95% of the time (or of its share of one), and the
     /// kernel keeps no schedstat to say whether it waited or was blocked.
-    CpuTaken { placement: String, round: u32, cpu: usize, share: f64, sharing: f64 },
+    CpuTaken { placement: String, slice: String, cpu: usize, share: f64, sharing: f64 },
     /// A worker was runnable but waited for its CPU over 5% of the slice beyond the share it
     /// gives up on purpose to workers placed on the same CPU (schedstat's run_delay).
-    WaitedForCpu { placement: String, round: u32, cpu: usize, share: f64, sharing: f64 },
+    WaitedForCpu { placement: String, slice: String, cpu: usize, share: f64, sharing: f64 },
     /// The workers on a CPU were neither on it, nor runnable, nor losing it to steal over 5% of
     /// their time: blocked or stopped.
-    Blocked { placement: String, round: u32, cpu: usize, share: f64, sharing: f64 },
+    Blocked { placement: String, slice: String, cpu: usize, share: f64, sharing: f64 },
     /// The hypervisor stole over 1% of a worker's CPU during the slice (/proc/stat steal).
-    Stolen { placement: String, round: u32, cpu: usize, share: f64 },
+    Stolen { placement: String, slice: String, cpu: usize, share: f64 },
+    /// More slices of one placement had a per-slice warning of one kind than are named.
+    MoreSlices { placement: String, kind: &'static str, more: usize },
+    /// Slices in which a worker waited for its CPU over 2% of the slice, and whether they were
+    /// left out of the figures (they are while a minority).
+    Disturbed { placement: String, disturbed: usize, slices: usize, left_out: bool },
+    /// The control (an A/A check) came out significant: the interval does not hold on this
+    /// machine now, so no verdict of this run is to be trusted.
+    ControlSignificant { tasks: usize, low: f64, high: f64 },
 }
 
 impl fmt::Display for Warning {
@@ -96,9 +104,9 @@ impl fmt::Display for Warning {
                 f,
                 "perf software counters unavailable ({error}); kernel fault counts come from the tasks' minflt (rusage) instead"
             ),
-            Warning::CountsDisagree { placement, round, loop_faults, kernel_faults } => write!(
+            Warning::CountsDisagree { placement, slice, loop_faults, kernel_faults } => write!(
                 f,
-                "{placement} slice {round}: loop counted {loop_faults} faults, the kernel {kernel_faults} ({:+.2}%): the loop is not the only source of faults, or faults are missed",
+                "{placement} {slice}: loop counted {loop_faults} faults, the kernel {kernel_faults} ({:+.2}%): the loop is not the only source of faults, or faults are missed",
                 100.0 * (*loop_faults as f64 - *kernel_faults as f64) / *kernel_faults as f64
             ),
             Warning::Noisy { placement, unit, cv_pct, slices } => write!(
@@ -109,17 +117,35 @@ impl fmt::Display for Warning {
                 f,
                 "{placement}: CPU ns per {unit} varies {cv_pct:.1}% (CV) over {slices} slices, above 5%: interference while the workers ran (caches, SMT siblings, frequency); overheads below that size are not resolved, more slices narrow the interval"
             ),
-            Warning::StartSkew { placement, round, skew_us } => write!(
+            Warning::StartSkew { placement, slice, skew_us } => write!(
                 f,
-                "{placement} slice {round}: workers started {skew_us:.0} us apart, over 10% of the sampling interval"
+                "{placement} {slice}: workers started {skew_us:.0} us apart, over 10% of the sampling interval"
             ),
-            Warning::PausedFixedWork { placement, round, measured_s } => write!(
+            Warning::PausedFixedWork { placement, slice, measured_s } => write!(
                 f,
-                "{placement} slice {round}: the run was stopped (Ctrl-Z) during its fixed work, so its {measured_s:.2} s include the stop; its figures are flagged overran"
+                "{placement} {slice}: the run was stopped (Ctrl-Z) during its fixed work, so its {measured_s:.2} s include the stop; its figures are flagged overran"
             ),
-            Warning::Overran { placement, round, measured_s, asked_s } => write!(
+            Warning::Overran { placement, slice, measured_s, asked_s } => write!(
                 f,
-                "{placement} slice {round}: measured {measured_s:.2} s for {asked_s} s asked (stopped, or starved by overload or more tasks than the CPUs serve); its figures are flagged overran"
+                "{placement} {slice}: measured {measured_s:.2} s for {asked_s} s asked (stopped, or starved by overload or more tasks than the CPUs serve); its figures are flagged overran"
+            ),
+            Warning::MoreSlices { placement, kind, more } => {
+                write!(f, "{placement}: {more} more slice(s) {kind}, as above")
+            }
+            Warning::Disturbed { placement, disturbed, slices, left_out } => write!(
+                f,
+                "{placement}: in {disturbed} of {slices} slices a worker waited for its CPU over 2% of the slice (other load ran there, and took its caches too); {}",
+                if *left_out {
+                    "they are left out of the figures"
+                } else {
+                    "they are the majority of the run's slices, so they count: the figures carry that load"
+                }
+            ),
+            Warning::ControlSignificant { tasks, low, high } => write!(
+                f,
+                "the control at {tasks} tasks came out significant ({:.1}-{:.1}%, where it is 100% by construction): the interval does not hold on this machine now, so no verdict of this run is to be trusted; measure when the machine is quieter, or longer",
+                100.0 * low,
+                100.0 * high
             ),
             Warning::CpuTaken { .. }
             | Warning::WaitedForCpu { .. }
@@ -130,37 +156,53 @@ impl fmt::Display for Warning {
 }
 
 impl Warning {
+    /// For a warning about one slice: its placement and what kind it is, in words that finish
+    /// "N more slice(s) ..."; None for the others.
+    pub fn per_slice(&self) -> Option<(&str, &'static str)> {
+        Some(match self {
+            Warning::CountsDisagree { placement, .. } => (placement, "where loop and kernel counts disagreed"),
+            Warning::StartSkew { placement, .. } => (placement, "where workers started apart"),
+            Warning::PausedFixedWork { placement, .. } => (placement, "stopped during fixed work"),
+            Warning::Overran { placement, .. } => (placement, "overran"),
+            Warning::CpuTaken { placement, .. } => (placement, "where a worker was off its CPU"),
+            Warning::WaitedForCpu { placement, .. } => (placement, "where a worker waited for its CPU"),
+            Warning::Blocked { placement, .. } => (placement, "where workers were blocked or stopped"),
+            Warning::Stolen { placement, .. } => (placement, "where the hypervisor stole a CPU"),
+            _ => return None,
+        })
+    }
+
     /// The warnings about a worker's time off its CPU, each saying what was measured.
     fn fmt_time_off_cpu(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Warning::CpuTaken { placement, round, cpu, share, sharing } => write!(
+            Warning::CpuTaken { placement, slice, cpu, share, sharing } => write!(
                 f,
-                "{placement} slice {round}: the worker on CPU {cpu} was on it only {:.0}% of the time{}: other load, or it was blocked or stopped (this kernel keeps no schedstat to tell which)",
+                "{placement} {slice}: the worker on CPU {cpu} was on it only {:.0}% of the time{}: other load, or it was blocked or stopped (this kernel keeps no schedstat to tell which)",
                 100.0 * share,
                 if *sharing > 1.0 { format!(" (of its 1/{sharing} share)") } else { String::new() }
             ),
-            Warning::WaitedForCpu { placement, round, cpu, share, sharing } if *sharing > 1.0 => write!(
+            Warning::WaitedForCpu { placement, slice, cpu, share, sharing } if *sharing > 1.0 => write!(
                 f,
-                "{placement} slice {round}: the {sharing} workers on CPU {cpu} waited for it {:.0}% of their time, beyond the {:.0}% they give each other: other load ran there (schedstat run_delay)",
+                "{placement} {slice}: the {sharing} workers on CPU {cpu} waited for it {:.0}% of their time, beyond the {:.0}% they give each other: other load ran there (schedstat run_delay)",
                 100.0 * share,
                 100.0 * (sharing - 1.0) / sharing
             ),
-            Warning::WaitedForCpu { placement, round, cpu, share, .. } => write!(
+            Warning::WaitedForCpu { placement, slice, cpu, share, .. } => write!(
                 f,
-                "{placement} slice {round}: the worker on CPU {cpu} waited for it {:.0}% of the slice: other load ran there (schedstat run_delay)",
+                "{placement} {slice}: the worker on CPU {cpu} waited for it {:.0}% of the slice: other load ran there (schedstat run_delay)",
                 100.0 * share
             ),
-            Warning::Blocked { placement, round, cpu, share, sharing } => write!(
+            Warning::Blocked { placement, slice, cpu, share, sharing } => write!(
                 f,
-                "{placement} slice {round}: {} on CPU {cpu} {} blocked or stopped {:.0}% of {} (not runnable: reclaim, I/O, a lock, or a stop signal); the cost per fault on CPU leaves that time out",
+                "{placement} {slice}: {} on CPU {cpu} {} blocked or stopped {:.0}% of {} (not runnable: reclaim, I/O, a lock, or a stop signal); the cost per fault on CPU leaves that time out",
                 if *sharing > 1.0 { format!("the {sharing} workers") } else { "the worker".into() },
                 if *sharing > 1.0 { "were" } else { "was" },
                 100.0 * share,
                 if *sharing > 1.0 { "their time" } else { "the slice" }
             ),
-            Warning::Stolen { placement, round, cpu, share } => write!(
+            Warning::Stolen { placement, slice, cpu, share } => write!(
                 f,
-                "{placement} slice {round}: the hypervisor stole {:.1}% of CPU {cpu} during the slice (/proc/stat steal, counted in clock ticks)",
+                "{placement} {slice}: the hypervisor stole {:.1}% of CPU {cpu} during the slice (/proc/stat steal, counted in clock ticks)",
                 100.0 * share
             ),
             _ => Ok(()),
@@ -183,18 +225,29 @@ mod tests {
     fn warnings_read_as_sentences_with_their_figures() {
         let noisy = Warning::Noisy { placement: "child".into(), unit: "faults", cv_pct: 7.34, slices: 3 };
         assert!(noisy.to_string().starts_with("child: faults/s varies 7.3% (CV) over 3 slices"));
-        let shared = Warning::CpuTaken { placement: "root".into(), round: 2, cpu: 1, share: 0.4, sharing: 2.0 };
+        let shared =
+            Warning::CpuTaken { placement: "root".into(), slice: "slice 2".into(), cpu: 1, share: 0.4, sharing: 2.0 };
         assert_eq!(
             shared.to_string(),
             "root slice 2: the worker on CPU 1 was on it only 40% of the time (of its 1/2 share): other load, or it was blocked or stopped (this kernel keeps no schedstat to tell which)"
         );
-        let waited = Warning::WaitedForCpu { placement: "child".into(), round: 1, cpu: 0, share: 0.62, sharing: 2.0 };
+        let waited = Warning::WaitedForCpu {
+            placement: "child".into(),
+            slice: "slice 1".into(),
+            cpu: 0,
+            share: 0.62,
+            sharing: 2.0,
+        };
         assert_eq!(
             waited.to_string(),
             "child slice 1: the 2 workers on CPU 0 waited for it 62% of their time, beyond the 50% they give each other: other load ran there (schedstat run_delay)"
         );
-        let counts =
-            Warning::CountsDisagree { placement: "child".into(), round: 1, loop_faults: 990, kernel_faults: 1000 };
+        let counts = Warning::CountsDisagree {
+            placement: "child".into(),
+            slice: "slice 1".into(),
+            loop_faults: 990,
+            kernel_faults: 1000,
+        };
         assert!(counts.to_string().contains("(-1.00%)"), "{counts}");
     }
 }

@@ -95,6 +95,26 @@ pub struct Row {
     pub steal_s: Option<f64>,
     /// The baseline's throughput over this placement's in the same slice (wall-clock rates).
     pub throughput_vs_baseline: Option<f64>,
+    /// Times the row's workers were put on their CPUs in the slice (schedstat): one each per
+    /// thaw when nothing else ran there.
+    pub timeslices: Option<u64>,
+    /// The largest share of the slice a worker spent runnable but waiting for its CPU
+    /// (schedstat run_delay): over 0.02 the slice was disturbed.
+    pub disturbance: Option<f64>,
+    /// false for a slice of the round a stop signal cut short (a file from before the column
+    /// had none).
+    #[serde(default = "complete")]
+    pub round_complete: bool,
+    /// Whether the slice entered the figures: not overran, not of a round cut short, not
+    /// disturbed (while disturbed slices were a minority). Rows that did not are in no figure
+    /// `compare` or `plot` makes either.
+    #[serde(default = "complete")]
+    pub counted: bool,
+    /// CPU ns per fault each memcg level adds, fitted over the run's plain depths, with its 95%
+    /// interval: the same on every row of the run at its task count.
+    pub ns_per_level: Option<f64>,
+    pub ns_per_level_low: Option<f64>,
+    pub ns_per_level_high: Option<f64>,
 }
 
 impl Row {

@@ -1,6 +1,6 @@
-//! One slice: fork the pinned workers (a process each, or threads of one process), wait for all
-//! to be ready, release them with one signal, sample on the monotonic clock, stop them with one
-//! signal, read every counter while they are stopped, then kill and reap them (slice.rs). The
+//! The measurement: each placement's workers at each task count (a crew) made once, frozen
+//! between slices, and thawed for each slice it measures; the snapshot read with the crew
+//! frozen at both ends, the slice's figures their difference (slice.rs, snapshot.rs). The
 //! session drives slices through `Slicer`, which `RealSlicer` implements.
 //!
 //! The harness is single-threaded: workers are forked from a process with no other thread.
@@ -12,6 +12,7 @@ mod result;
 pub mod signals;
 mod slice;
 pub mod slots;
+pub mod snapshot;
 mod spec;
 pub mod topology;
 mod worker;
@@ -29,6 +30,9 @@ pub use spec::{KernelCountSource, Mode, RunSpec};
 /// it, and its unit tests answer with a fake that forks nothing (hyperfine's Executor and
 /// MockExecutor).
 pub trait Slicer {
+    /// Makes the workers of one placement at one task count ready before the first slice, so
+    /// the slices measure without forking. An error here is said again by `measure`.
+    fn set_up(&mut self, slice: &SliceSpec, warn: &mut dyn FnMut(Notice)) -> anyhow::Result<()>;
     /// Measures one slice; `warn` collects what had to be done differently from what was asked.
     fn measure(
         &mut self,
@@ -36,25 +40,69 @@ pub trait Slicer {
         warn: &mut dyn FnMut(Notice),
         progress: &mut dyn Progress,
     ) -> anyhow::Result<PlacementRun>;
+    /// Ends every worker set up so far (a task count's slices are done, or the run is).
+    fn retire(&mut self);
     /// The memcg oom_kill count of `leaf` now, so a worker's death can be blamed on the OOM
     /// killer from the memcg's own count, not a guess.
     fn oom_kills(&self, leaf: &Leaf) -> u64;
 }
 
-/// Slices measured for real: forked, pinned workers in real cgroups.
+/// Slices measured for real: forked, pinned workers in real cgroups, one crew per placement
+/// and task count, frozen between its slices.
 pub struct RealSlicer {
-    pub spec: RunSpec,
-    pub hierarchy: Hierarchy,
+    spec: RunSpec,
+    hierarchy: Hierarchy,
+    crews: std::collections::HashMap<(usize, usize), slice::Crew>,
+    /// The next run-wide worker number, which names a worker's files.
+    next_worker: usize,
+}
+
+impl RealSlicer {
+    pub fn new(spec: RunSpec, hierarchy: Hierarchy) -> Self {
+        RealSlicer { spec, hierarchy, crews: Default::default(), next_worker: 0 }
+    }
+
+    fn new_crew(&mut self, slice: &SliceSpec, warn: &mut dyn FnMut(Notice)) -> anyhow::Result<slice::Crew> {
+        let first = self.next_worker;
+        self.next_worker += slice.cpus.len();
+        slice::Crew::set_up(&self.spec, slice, &self.hierarchy, first, warn)
+    }
 }
 
 impl Slicer for RealSlicer {
+    fn set_up(&mut self, slice: &SliceSpec, warn: &mut dyn FnMut(Notice)) -> anyhow::Result<()> {
+        let key = (slice.placement, slice.cpus.len());
+        // Fixed work runs a fresh crew per slice: each slice is one whole run.
+        if self.spec.settings.fixed_iterations.is_none() && !self.crews.contains_key(&key) {
+            let crew = self.new_crew(slice, warn)?;
+            self.crews.insert(key, crew);
+        }
+        Ok(())
+    }
+
     fn measure(
         &mut self,
         slice: &SliceSpec,
         warn: &mut dyn FnMut(Notice),
         progress: &mut dyn Progress,
     ) -> anyhow::Result<PlacementRun> {
-        slice::measure(&self.spec, slice, &self.hierarchy, warn, progress)
+        if self.spec.settings.fixed_iterations.is_some() {
+            return self.new_crew(slice, warn)?.measure(&self.spec, progress);
+        }
+        self.set_up(slice, warn)?;
+        let key = (slice.placement, slice.cpus.len());
+        let measured = self.crews.get_mut(&key).expect("set up above").measure(&self.spec, progress);
+        if measured.is_err() {
+            // A crew whose slice failed (a worker died, a counter failed) is not trusted again:
+            // the next slice of this placement sets up a new one.
+            self.crews.remove(&key);
+        }
+        measured
+    }
+
+    fn retire(&mut self) {
+        // Each crew's Workers kills and reaps its processes as it drops.
+        self.crews.clear();
     }
 
     fn oom_kills(&self, leaf: &Leaf) -> u64 {

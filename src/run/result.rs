@@ -26,6 +26,10 @@ pub struct WorkerResult {
     /// Time runnable but waiting for a CPU (schedstat's run_delay): other load.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_ns: Option<u64>,
+    /// Times it was put on its CPU over the slice (schedstat): 1 when nothing preempted it
+    /// after the thaw, more where something else ran there in between.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeslices: Option<u64>,
     /// The hypervisor's steal of this worker's CPU over the slice (/proc/stat).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steal_ns: Option<u64>,
@@ -72,6 +76,20 @@ pub struct PlacementRun {
     pub psi_scope: Option<crate::measure::memcg::PsiScope>,
     /// --profile: the slice's samples, named and counted.
     pub profile: Option<ProfileCounts>,
+    /// What the harness spent around the slice, outside its measured window.
+    pub harness: Option<HarnessTimes>,
+}
+
+/// The harness's own cost around one slice, in ns: the set-up of its crew (fork to frozen
+/// after warmup; on the crew's first slice only), the thaw (one SIGCONT to the group), the
+/// freeze (SIGSTOP until every worker is seen stopped) and the reading of the snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct HarnessTimes {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub set_up_ns: Option<u64>,
+    pub thaw_ns: u64,
+    pub freeze_ns: u64,
+    pub snapshot_ns: u64,
 }
 
 impl PlacementRun {

@@ -1,7 +1,10 @@
-//! One slice in named phases: spawn the pinned workers, wait until all are ready, read a
-//! snapshot, release them with one signal, sample on the monotonic clock, stop them with one
-//! signal and read a snapshot while they are frozen, then kill and reap them. Each worker's
-//! result is the difference of the two snapshots (`after.since(before)`).
+//! A crew: one placement's workers at one task count, living through the run. Set up once:
+//! forked, pinned, moved into their cgroups, released with one signal, warmed (--warmup) and
+//! frozen. A slice reads a snapshot of the frozen crew, thaws it with one SIGCONT to its
+//! process group, samples on the monotonic clock, freezes it (one SIGSTOP, each worker seen
+//! stopped) and reads a snapshot again; its figures are `after.since(&before)` (snapshot.rs).
+//! No fork and no warmup per slice, so slices can be short and interleave finely. Fixed work
+//! (--iterations) sets up a crew per slice: each slice is one whole run, release to last finish.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -11,15 +14,17 @@ use nix::sys::signal::Signal;
 use nix::unistd::getpid;
 
 use super::control::{check_interrupt, freeze, take_paused, wait_ready, wait_until};
+use super::result::HarnessTimes;
 use super::slots::{STATE_DONE, Slots};
+use super::snapshot::{Deltas, Snapshot, TaskCounts};
 use super::workers::Workers;
 use super::{KernelCountSource, Mode, Notice, PlacementRun, Progress, RunSpec, Sample, Tick, WorkerResult, signals};
 use crate::cgroup::layout::cgroup_of;
 use crate::cgroup::{Hierarchy, Leaf};
 use crate::measure::clock::monotonic_ns;
-use crate::measure::memcg::{self, Counters, PsiScope};
-use crate::measure::perf::{PerfReading, WorkerPerf};
-use crate::measure::procfs::{ProcStat, SchedTimes, children_cpu_ns, sched_times, steal_ns, task_stat};
+use crate::measure::memcg;
+use crate::measure::perf::WorkerPerf;
+use crate::measure::procfs::{children_cpu_ns, process_stat, sched_times, steal_ns, task_stat};
 use crate::measure::sampling::WorkerSampler;
 use crate::measure::stacks::ProfileCounts;
 use crate::workload;
@@ -30,98 +35,81 @@ use crate::workload;
 /// workers may be using, so not too often.
 const DONE_POLL_NS: u64 = 5_000_000;
 
-/// What one slice measures: its workers' CPUs and the cgroup each worker runs in (`leaf`
-/// itself, or for `siblings:N` the sibling each worker is dealt).
+/// How long a released crew may take until every worker has entered its loop.
+const START_TIMEOUT_NS: u64 = 20_000_000_000;
+
+/// A slice longer than asked by more than this (besides 10%) overran: the harness was
+/// stopped or starved. Short slices end late by a wakeup's latency, which costs nothing: the
+/// cost per fault counts only time on the CPU.
+const OVERRUN_SLACK_NS: u64 = 50_000_000;
+
+/// What one slice measures: which placement (the baseline and `control` share a cgroup but
+/// not a crew), its workers' CPUs and the cgroup each worker runs in (`leaf` itself, or for
+/// `siblings:N` the sibling each worker is dealt).
 pub struct SliceSpec<'a> {
+    pub placement: usize,
     pub cpus: Vec<usize>,
     pub leaf: &'a Leaf,
     pub worker_leaves: Vec<&'a Leaf>,
 }
 
-/// Every counter of a slice's workers at one instant, read the same way at both ends.
-struct Snapshot {
-    iterations: Vec<u64>,
-    /// Per worker: its minor faults (the fallback kernel count).
-    minflt: Vec<u64>,
-    perf: Vec<PerfReading>,
-    memcg_pgfault: Option<u64>,
-    memcg: Counters,
-    psi_scope: Option<PsiScope>,
-    /// Per worker thread, /proc's view (thread mode's CPU times come from here).
-    tasks: Vec<Option<ProcStat>>,
-    /// Per worker thread, its time on a CPU and waiting for one.
-    sched: Vec<Option<SchedTimes>>,
-    /// Per CPU number, the hypervisor's steal so far.
-    steal_ns: Vec<Option<u64>>,
-    /// Per worker in process mode, its waited-for children's CPU time (fork's children do the
-    /// faulting); empty in thread mode.
-    children_ns: Vec<Option<u64>>,
+/// The clock stamps of a slice: release (or thaw) and stop.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub started_ns: u64,
+    pub stopped_ns: u64,
 }
 
-/// The clock stamps of a slice: release, start of the measured span (after warmup), stop.
-struct Timing {
-    released_ns: u64,
-    started_ns: u64,
-    stopped_ns: u64,
-}
-
-/// One worker's loop count and the span its CPU share is taken over.
-struct Span {
-    iterations: u64,
-    span_ns: u64,
-    /// When the worker entered its loop, from the release signal.
-    start_offset_ns: u64,
-}
-
-/// A slice's live workers and the counters opened on them.
-struct Slice<'a> {
-    spec: &'a RunSpec,
-    request: &'a SliceSpec<'a>,
+/// One placement's workers at one task count, and the counters opened on them.
+pub struct Crew {
     slots: Slots,
     workers: Workers,
-    process_leaves: Vec<&'a Leaf>,
-    tids: Vec<i32>,
+    cpus: Vec<usize>,
+    mode: Mode,
+    leaf_fs_path: PathBuf,
     memcg_dirs: Vec<PathBuf>,
+    /// `siblings:N`: each worker's cgroup, for its row.
+    worker_cgroups: Option<Vec<String>>,
+    tids: Vec<i32>,
     perf: Vec<WorkerPerf>,
     source: KernelCountSource,
     samplers: Vec<WorkerSampler>,
     stacks: Vec<Vec<Vec<u64>>>,
     per_iteration: u64,
+    /// When each worker entered its loop, from the crew's release.
+    start_offsets_ns: Vec<u64>,
+    start_skew_ns: u64,
+    /// Fork to frozen after warmup; reported with the crew's first slice only.
+    set_up_ns: Option<u64>,
 }
 
-/// Measures one slice.
-pub fn measure(
-    spec: &RunSpec,
-    request: &SliceSpec,
-    hierarchy: &Hierarchy,
-    warn: &mut dyn FnMut(Notice),
-    progress: &mut dyn Progress,
-) -> Result<PlacementRun> {
-    check_interrupt()?;
-    take_paused();
-    let mut slice = Slice::spawn(spec, request, hierarchy)?;
-    slice.ready(hierarchy)?;
-    slice.open_counters(warn)?;
-    // Without warmup the first snapshot is read before the release, while the workers are still
-    // parked, so the harness does nothing on a measured CPU right after it.
-    let mut before = slice.snapshot_before(false);
-    check_interrupt()?;
-    let mut timing = slice.release(&mut before)?;
-    let samples = slice.sample(&timing, &before, progress)?;
-    // Stop: SIGSTOP freezes every worker at once; counters are read while they are frozen so
-    // loop, perf, per-task and memcg counts describe the same instant.
-    timing.stopped_ns = monotonic_ns();
-    freeze(&mut slice.workers, &slice.slots)?;
-    let after = slice.snapshot_frozen()?;
-    let profile = slice.name_profile();
-    let usages = slice.reap()?;
-    let run = slice.result(&before, &after, &usages, &timing, samples)?;
-    Ok(PlacementRun { profile, ..run })
-}
+impl Crew {
+    /// Forks, pins and readies the workers and opens their counters; a time-based crew is
+    /// then released, warmed and frozen, a fixed-work one stays parked until its slice.
+    pub fn set_up(
+        spec: &RunSpec,
+        request: &SliceSpec,
+        hierarchy: &Hierarchy,
+        first_file_index: usize,
+        warn: &mut dyn FnMut(Notice),
+    ) -> Result<Crew> {
+        check_interrupt()?;
+        let begun_ns = monotonic_ns();
+        let mut crew = Crew::spawn(spec, request, hierarchy, first_file_index)?;
+        crew.open_counters(spec, warn)?;
+        if spec.settings.fixed_iterations.is_none() {
+            let released_ns = monotonic_ns();
+            crew.workers.signal_all(signals::START_SIGNAL)?;
+            crew.wait_started(released_ns)?;
+            wait_until(monotonic_ns() + spec.warmup.as_nanos() as u64, &mut crew.workers, &crew.slots)?;
+            freeze(&mut crew.workers, &crew.slots)?;
+        }
+        crew.set_up_ns = Some(monotonic_ns() - begun_ns);
+        Ok(crew)
+    }
 
-impl<'a> Slice<'a> {
-    /// Phase 1, spawn: the workers forked, pinned and moved into their cgroups.
-    fn spawn(spec: &'a RunSpec, request: &'a SliceSpec<'a>, hierarchy: &Hierarchy) -> Result<Self> {
+    /// The workers forked, pinned, moved into their cgroups, and seen there and ready.
+    fn spawn(spec: &RunSpec, request: &SliceSpec, hierarchy: &Hierarchy, first_file_index: usize) -> Result<Crew> {
         let count = request.cpus.len();
         let slots = Slots::new(count).map_err(|e| anyhow!("mapping worker counters: {e}"))?;
         // Workers already in the leaf (the baseline in the harness's own cgroup) are not moved:
@@ -136,49 +124,49 @@ impl<'a> Slice<'a> {
             .iter()
             .map(|target| (own_cgroup != target.cgroup_path).then(|| target.fs_path.join("cgroup.procs")))
             .collect();
-        let workers = Workers::spawn(spec.mode, &request.cpus, &cgroup_procs, &spec.settings, &slots)?;
-        // The memcg counters of the workers' cgroups: the siblings' summed (v1 keeps them per
-        // cgroup, not for the subtree), else the leaf's own.
-        let leaf = request.leaf;
-        let memcg_dirs = match leaf.siblings.is_empty() {
-            true => vec![leaf.fs_path.clone()],
-            false => leaf.siblings.iter().map(|s| s.fs_path.clone()).collect(),
-        };
-        Ok(Slice {
-            spec,
-            request,
-            slots,
-            workers,
-            process_leaves,
-            tids: Vec::new(),
-            memcg_dirs,
-            perf: Vec::new(),
-            source: spec.kernel_count,
-            samplers: Vec::new(),
-            stacks: Vec::new(),
-            per_iteration: workload::shape(&spec.settings).per_iteration,
-        })
-    }
-
-    /// Phase 2, ready: every worker reported ready, in the cgroup it was meant for.
-    fn ready(&mut self, hierarchy: &Hierarchy) -> Result<()> {
-        wait_ready(&mut self.workers, &self.slots)?;
-        for (&pid, target) in self.workers.processes.iter().zip(&self.process_leaves) {
+        let mut workers =
+            Workers::spawn(spec.mode, &request.cpus, &cgroup_procs, &spec.settings, &slots, first_file_index)?;
+        wait_ready(&mut workers, &slots)?;
+        for (&pid, target) in workers.processes.iter().zip(&process_leaves) {
             let actual = cgroup_of(pid.as_raw(), hierarchy)?;
             if actual != target.cgroup_path {
                 bail!("worker {pid} is in cgroup {actual}, not {}", target.cgroup_path);
             }
         }
-        self.tids = (0..self.count()).map(|i| self.slots.get(i).tid.load(Ordering::Relaxed)).collect();
-        Ok(())
+        let leaf = request.leaf;
+        // The memcg counters of the workers' cgroups: the siblings' summed (v1 keeps them per
+        // cgroup, not for the subtree), else the leaf's own.
+        let memcg_dirs = match leaf.siblings.is_empty() {
+            true => vec![leaf.fs_path.clone()],
+            false => leaf.siblings.iter().map(|s| s.fs_path.clone()).collect(),
+        };
+        Ok(Crew {
+            tids: (0..count).map(|i| slots.get(i).tid.load(Ordering::Relaxed)).collect(),
+            slots,
+            workers,
+            cpus: request.cpus.clone(),
+            mode: spec.mode,
+            leaf_fs_path: leaf.fs_path.clone(),
+            memcg_dirs,
+            worker_cgroups: (!leaf.siblings.is_empty())
+                .then(|| request.worker_leaves.iter().map(|l| l.cgroup_path.clone()).collect()),
+            perf: Vec::new(),
+            source: spec.kernel_count,
+            samplers: Vec::new(),
+            stacks: Vec::new(),
+            per_iteration: workload::shape(&spec.settings).per_iteration,
+            start_offsets_ns: vec![0; count],
+            start_skew_ns: 0,
+            set_up_ns: None,
+        })
     }
 
     /// perf counters (or minflt where the machine refuses them) and --profile's samplers.
-    fn open_counters(&mut self, warn: &mut dyn FnMut(Notice)) -> Result<()> {
-        if self.spec.kernel_count == KernelCountSource::Perf {
+    fn open_counters(&mut self, spec: &RunSpec, warn: &mut dyn FnMut(Notice)) -> Result<()> {
+        if spec.kernel_count == KernelCountSource::Perf {
             (self.perf, self.source) = open_perf(&self.tids, warn);
         }
-        if self.spec.profile {
+        if spec.profile {
             self.samplers = self
                 .tids
                 .iter()
@@ -190,107 +178,152 @@ impl<'a> Slice<'a> {
         Ok(())
     }
 
+    /// Waits until every released worker has entered its loop, and notes when each did.
+    fn wait_started(&mut self, released_ns: u64) -> Result<()> {
+        let started = |crew: &Crew| (0..crew.count()).all(|i| crew.slots.get(i).start_ns.load(Ordering::Acquire) > 0);
+        while !started(self) {
+            if monotonic_ns() > released_ns + START_TIMEOUT_NS {
+                bail!("the workers did not all start within {} s of their release", START_TIMEOUT_NS / 1_000_000_000);
+            }
+            wait_until(monotonic_ns() + 1_000_000, &mut self.workers, &self.slots)?;
+        }
+        self.note_starts(released_ns);
+        Ok(())
+    }
+
+    fn note_starts(&mut self, released_ns: u64) {
+        let starts: Vec<u64> = (0..self.count()).map(|i| self.slots.get(i).start_ns.load(Ordering::Relaxed)).collect();
+        self.start_offsets_ns = starts.iter().map(|s| s.saturating_sub(released_ns)).collect();
+        self.start_skew_ns = starts.iter().max().unwrap_or(&0) - starts.iter().min().unwrap_or(&0);
+    }
+
     fn count(&self) -> usize {
-        self.request.cpus.len()
+        self.cpus.len()
     }
 
-    fn iterations(&self) -> Vec<u64> {
-        (0..self.count()).map(|i| self.slots.get(i).iterations.load(Ordering::Relaxed)).collect()
-    }
-
-    fn task_stats(&self) -> Vec<Option<ProcStat>> {
-        (0..self.count()).map(|i| task_stat(self.workers.process_of(i).as_raw(), self.tids[i])).collect()
-    }
-
-    fn memcg_dirs(&self) -> Vec<&std::path::Path> {
-        self.memcg_dirs.iter().map(PathBuf::as_path).collect()
-    }
-
-    /// The snapshot read at both ends; `perf` is read by the caller, which decides what a
-    /// failed read means at its end. Parked workers' minor faults are those each recorded at
-    /// ready; frozen workers' are read from /proc (threads have no rusage of their own).
-    fn snapshot(&self, perf: Vec<PerfReading>, frozen: bool) -> Snapshot {
-        let tasks = if frozen { self.task_stats() } else { Vec::new() };
-        let minflt = match frozen {
-            true => tasks.iter().map(|t| t.as_ref().map(|t| t.minflt).unwrap_or(0)).collect(),
-            false => (0..self.count()).map(|i| self.slots.get(i).ready_minflt.load(Ordering::Relaxed)).collect(),
+    /// One slice: a time-based crew is thawed for --duration / --slices, a fixed-work crew
+    /// released for its whole run; either is frozen before its counters are read.
+    pub fn measure(&mut self, spec: &RunSpec, progress: &mut dyn Progress) -> Result<PlacementRun> {
+        check_interrupt()?;
+        take_paused();
+        if let Some(dead) = self.workers.find_dead() {
+            return Err(self.workers.died(&self.slots, dead).into());
+        }
+        let fixed = spec.settings.fixed_iterations.is_some();
+        let before = self.snapshot()?;
+        self.enable_sampling()?;
+        let started_ns = monotonic_ns();
+        self.workers.signal_all(if fixed { signals::START_SIGNAL } else { Signal::SIGCONT })?;
+        let thawed_ns = monotonic_ns();
+        let samples = self.sample(spec, started_ns, &before, progress)?;
+        // Stop: SIGSTOP freezes every worker at once; counters are read while they are frozen
+        // so loop, perf, per-task and memcg counts describe the same instant.
+        let stopped_ns = monotonic_ns();
+        freeze(&mut self.workers, &self.slots)?;
+        let frozen_ns = monotonic_ns();
+        let after = self.snapshot()?;
+        let read_ns = monotonic_ns();
+        if fixed {
+            self.note_starts(started_ns);
+        }
+        let profile = self.name_profile();
+        let harness = HarnessTimes {
+            set_up_ns: self.set_up_ns.take(),
+            thaw_ns: thawed_ns - started_ns,
+            freeze_ns: frozen_ns - stopped_ns,
+            snapshot_ns: read_ns - frozen_ns,
         };
-        let dirs = self.memcg_dirs();
-        let (memcg, psi_scope) = memcg::counters_over(&self.request.leaf.fs_path, &dirs);
-        Snapshot {
-            sched: (0..self.count()).map(|i| sched_times(self.workers.process_of(i).as_raw(), self.tids[i])).collect(),
-            steal_ns: steal_ns(),
-            children_ns: match self.spec.mode {
-                Mode::Process => {
-                    (0..self.count()).map(|i| children_cpu_ns(self.workers.process_of(i).as_raw())).collect()
-                }
-                Mode::Thread => Vec::new(),
-            },
-            iterations: self.iterations(),
-            minflt,
-            perf,
-            memcg_pgfault: memcg::pgfault_over(&dirs),
-            memcg,
-            psi_scope,
-            tasks,
+        let facts = self.facts(spec, Timing { started_ns, stopped_ns });
+        let run = figures(&facts, after.since(&before, &self.cpus), samples)?;
+        Ok(PlacementRun { profile, harness: Some(harness), ..run })
+    }
+
+    /// What the figures of a slice need besides the counters.
+    fn facts(&self, spec: &RunSpec, timing: Timing) -> SliceFacts {
+        let stamps = |get: fn(&super::slots::Slot) -> u64| (0..self.count()).map(|i| get(self.slots.get(i))).collect();
+        SliceFacts {
+            cpus: self.cpus.clone(),
+            tids: self.tids.clone(),
+            per_iteration: self.per_iteration,
+            duration_ns: spec.duration.as_nanos() as u64,
+            fixed: spec.settings.fixed_iterations.is_some(),
+            source: self.source,
+            timing,
+            start_times: stamps(|s| s.start_ns.load(Ordering::Relaxed)),
+            finish_times: stamps(|s| s.finish_ns.load(Ordering::Relaxed)),
+            start_offsets_ns: self.start_offsets_ns.clone(),
+            start_skew_ns: self.start_skew_ns,
+            paused: take_paused(),
+            worker_cgroups: self.worker_cgroups.clone(),
         }
     }
 
-    /// The first snapshot, of parked workers (or, after warmup, frozen ones); a perf counter
-    /// that cannot be read yet counts from zero.
-    fn snapshot_before(&mut self, frozen: bool) -> Snapshot {
-        let perf = self.perf.iter_mut().map(|p| p.read().unwrap_or_default()).collect();
-        self.snapshot(perf, frozen)
+    /// One worker's fault and CPU-time counts from /proc (see `TaskCounts`).
+    fn task_counts(&self, index: usize) -> Option<TaskCounts> {
+        let pid = self.workers.process_of(index).as_raw();
+        match self.mode {
+            Mode::Process => process_stat(pid as u32).map(|s| TaskCounts {
+                minflt: s.minflt + s.children_minflt,
+                user_us: s.user_us + s.children_user_us,
+                sys_us: s.sys_us + s.children_sys_us,
+            }),
+            Mode::Thread => task_stat(pid, self.tids[index]).map(|s| TaskCounts {
+                minflt: s.minflt,
+                user_us: s.user_us,
+                sys_us: s.sys_us,
+            }),
+        }
     }
 
-    /// A snapshot of frozen workers; at the end a perf counter that cannot be read fails the slice.
-    fn snapshot_frozen(&mut self) -> Result<Snapshot> {
+    /// Every counter of the crew now; the workers are frozen or parked, so nothing moves.
+    fn snapshot(&mut self) -> Result<Snapshot> {
         let perf = self
             .perf
             .iter_mut()
             .map(|p| p.read())
             .collect::<std::io::Result<_>>()
             .map_err(|e| anyhow!("reading perf counters: {e}"))?;
-        Ok(self.snapshot(perf, true))
+        let dirs: Vec<&std::path::Path> = self.memcg_dirs.iter().map(PathBuf::as_path).collect();
+        let (memcg, psi_scope) = memcg::counters_over(&self.leaf_fs_path, &dirs);
+        let process = |i: usize| self.workers.process_of(i).as_raw();
+        Ok(Snapshot {
+            iterations: (0..self.count()).map(|i| self.slots.get(i).iterations.load(Ordering::Relaxed)).collect(),
+            counts: (0..self.count()).map(|i| self.task_counts(i)).collect(),
+            perf,
+            sched: (0..self.count()).map(|i| sched_times(process(i), self.tids[i])).collect(),
+            children_ns: match self.mode {
+                Mode::Process => (0..self.count()).map(|i| children_cpu_ns(process(i))).collect(),
+                Mode::Thread => Vec::new(),
+            },
+            steal_ns: steal_ns(),
+            memcg_pgfault: memcg::pgfault_over(&dirs),
+            memcg,
+            psi_scope,
+        })
     }
 
-    /// Sampling covers the measured span only: from the release, or from the end of warmup.
+    /// Sampling covers the measured span only.
     fn enable_sampling(&mut self) -> Result<()> {
         self.samplers.iter_mut().try_for_each(|s| s.enable()).map_err(|e| anyhow!("--profile: {e}"))
     }
 
-    /// Phase 4, release: one signal to the workers' group; after warmup they are frozen and
-    /// `before` is read again, so loop, kernel and memcg counts all start at the same instant.
-    fn release(&mut self, before: &mut Snapshot) -> Result<Timing> {
-        let warmup_ns = self.spec.warmup.as_nanos() as u64;
-        if warmup_ns == 0 {
-            self.enable_sampling()?;
-        }
-        let released_ns = monotonic_ns();
-        self.workers.signal_all(signals::START_SIGNAL)?;
-        let mut started_ns = released_ns;
-        if warmup_ns > 0 {
-            wait_until(released_ns + warmup_ns, &mut self.workers, &self.slots)?;
-            freeze(&mut self.workers, &self.slots)?;
-            *before = self.snapshot_before(true);
-            self.enable_sampling()?;
-            started_ns = monotonic_ns();
-            self.workers.signal_all(Signal::SIGCONT)?;
-        }
-        Ok(Timing { released_ns, started_ns, stopped_ns: 0 })
-    }
-
-    /// Phase 5, sample: the loop counters every --interval until the slice's time is up (or,
-    /// with --iterations, until every worker is done), the progress told at each sample.
-    fn sample(&mut self, timing: &Timing, before: &Snapshot, progress: &mut dyn Progress) -> Result<Vec<Sample>> {
-        let fixed = self.spec.settings.fixed_iterations;
-        let interval_ns = self.spec.interval.as_nanos() as u64;
+    /// The loop counters every --interval until the slice's time is up (or, with
+    /// --iterations, until every worker is done), the progress told at each sample.
+    fn sample(
+        &mut self,
+        spec: &RunSpec,
+        started_ns: u64,
+        before: &Snapshot,
+        progress: &mut dyn Progress,
+    ) -> Result<Vec<Sample>> {
+        let fixed = spec.settings.fixed_iterations;
+        let interval_ns = spec.interval.as_nanos() as u64;
         let stop_ns = match fixed {
             Some(_) => u64::MAX,
-            None => timing.started_ns + self.spec.duration.as_nanos() as u64,
+            None => started_ns + spec.duration.as_nanos() as u64,
         };
         let mut samples = Vec::new();
-        let mut next_ns = (timing.started_ns + interval_ns).min(stop_ns);
+        let mut next_ns = (started_ns + interval_ns).min(stop_ns);
         loop {
             if fixed.is_some() {
                 if self.all_done() {
@@ -307,9 +340,11 @@ impl<'a> Slice<'a> {
                 wait_until(next_ns, &mut self.workers, &self.slots)?;
             }
             let now = monotonic_ns();
-            let iterations: Vec<u64> = self.iterations().iter().zip(&before.iterations).map(|(a, b)| a - b).collect();
-            progress.tick(&self.tick(timing.started_ns, now, &samples, &iterations));
-            samples.push(Sample { elapsed_ns: now - timing.started_ns, iterations });
+            let iterations: Vec<u64> = (0..self.count())
+                .map(|i| self.slots.get(i).iterations.load(Ordering::Relaxed) - before.iterations[i])
+                .collect();
+            progress.tick(&self.tick(spec, started_ns, now, &samples, &iterations));
+            samples.push(Sample { elapsed_ns: now - started_ns, iterations });
             for (sampler, stacks) in self.samplers.iter_mut().zip(&mut self.stacks) {
                 sampler.drain(stacks);
             }
@@ -326,173 +361,128 @@ impl<'a> Slice<'a> {
     }
 
     /// Where the slice stands at a sample, for the progress display.
-    fn tick(&self, started_ns: u64, now: u64, samples: &[Sample], iterations: &[u64]) -> Tick {
+    fn tick(&self, spec: &RunSpec, started_ns: u64, now: u64, samples: &[Sample], iterations: &[u64]) -> Tick {
         let (previous_ns, previous): (u64, u64) =
             samples.last().map(|s| (s.elapsed_ns, s.iterations.iter().sum())).unwrap_or((0, 0));
         let done: u64 = iterations.iter().sum();
         let elapsed_s = (now - started_ns) as f64 / 1e9;
         Tick {
             elapsed_s,
-            duration_s: match self.spec.settings.fixed_iterations {
+            duration_s: match spec.settings.fixed_iterations {
                 // Estimated from the work done so far.
                 Some(limit) if done > 0 => elapsed_s * (limit * self.count() as u64) as f64 / done as f64,
                 Some(_) => elapsed_s,
-                None => self.spec.duration.as_nanos() as f64 / 1e9,
+                None => spec.duration.as_nanos() as f64 / 1e9,
             },
             rate: (done - previous) as f64 * self.per_iteration as f64
                 / ((now - started_ns - previous_ns) as f64 / 1e9),
         }
     }
 
-    /// --profile: the samples named while the workers are stopped, so their mappings still say
-    /// what the user frames are. The perf counters and samplers are closed here.
+    /// --profile: the slice's samples named while the workers are frozen, so their mappings
+    /// still say what the user frames are; the samplers stay open for the crew's next slice.
     fn name_profile(&mut self) -> Option<ProfileCounts> {
-        self.perf.clear();
-        let profile = (!self.samplers.is_empty()).then(|| {
+        (!self.samplers.is_empty()).then(|| {
             let mut total = ProfileCounts::default();
             for (index, (sampler, stacks)) in self.samplers.iter_mut().zip(&mut self.stacks).enumerate() {
                 let _ = sampler.disable();
                 sampler.drain(stacks);
                 let pid = self.workers.process_of(index).as_raw() as u32;
-                let mut counts = crate::measure::stacks::count(stacks, pid, sampler.lost);
+                let mut counts = crate::measure::stacks::count(stacks, pid, std::mem::take(&mut sampler.lost));
+                stacks.clear();
                 counts.event = sampler.event.name();
                 total.add(&counts);
             }
             total
-        });
-        self.samplers.clear();
-        profile
-    }
-
-    /// Phase 7, reap: every worker killed and waited for. Process mode: wait4's rusage, which
-    /// includes what each worker's children did (fork).
-    fn reap(&mut self) -> Result<Vec<libc::rusage>> {
-        self.workers.kill_all();
-        (0..self.workers.processes.len())
-            .map(|process| {
-                self.workers
-                    .reap(process, 0)
-                    .map(|(_, usage)| usage)
-                    .ok_or_else(|| anyhow!("worker {} vanished before it was reaped", self.workers.processes[process]))
-            })
-            .collect()
-    }
-
-    /// The slice's result: each worker's `after.since(before)`, and the placement's totals.
-    fn result(
-        &self,
-        before: &Snapshot,
-        after: &Snapshot,
-        usages: &[libc::rusage],
-        timing: &Timing,
-        samples: Vec<Sample>,
-    ) -> Result<PlacementRun> {
-        let count = self.count();
-        let stamps =
-            |get: fn(&super::slots::Slot) -> u64| -> Vec<u64> { (0..count).map(|i| get(self.slots.get(i))).collect() };
-        let start_times = stamps(|s| s.start_ns.load(Ordering::Relaxed));
-        let finish_times = stamps(|s| s.finish_ns.load(Ordering::Relaxed));
-        let fixed = self.spec.settings.fixed_iterations.is_some();
-        // Fixed work is timed as `time` timed the 2011 runs: first start to last finish, from the
-        // workers' own clock stamps.
-        let elapsed_ns = match fixed {
-            true => (finish_times.iter().max().copied().unwrap_or(0))
-                .saturating_sub(start_times.iter().min().copied().unwrap_or(0)),
-            false => timing.stopped_ns - timing.started_ns,
-        };
-        let iterations: Vec<u64> = after.iterations.iter().zip(&before.iterations).map(|(a, b)| a - b).collect();
-        let mut samples = samples;
-        samples.push(Sample { elapsed_ns, iterations: iterations.clone() });
-        let workers = (0..count)
-            .map(|index| {
-                let span_ns = match fixed {
-                    // A worker with fixed work is measured over its own span: parked, it needs no CPU.
-                    true => finish_times[index].saturating_sub(start_times[index]),
-                    false => timing.stopped_ns - timing.released_ns,
-                };
-                let span = Span {
-                    iterations: iterations[index],
-                    span_ns,
-                    start_offset_ns: start_times[index].saturating_sub(timing.released_ns),
-                };
-                self.worker_result(index, before, after, usages, span)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let workers = share_steal(workers);
-        let first = start_times.iter().copied().min().unwrap_or(0);
-        let last = start_times.iter().copied().max().unwrap_or(0);
-        let duration_ns = self.spec.duration.as_nanos() as u64;
-        Ok(PlacementRun {
-            elapsed_ns,
-            start_skew_ns: last - first,
-            workers,
-            memcg_pgfault: match (before.memcg_pgfault, after.memcg_pgfault) {
-                (Some(before), Some(after)) => Some(after.saturating_sub(before)),
-                _ => None,
-            },
-            kernel_source: self.source,
-            samples,
-            // Fixed work has no time to overrun: a pause (Ctrl-Z) is what makes it not comparable.
-            overran: match fixed {
-                true => take_paused(),
-                false => (timing.stopped_ns - timing.started_ns) as f64 > 1.1 * duration_ns as f64,
-            },
-            memcg: after.memcg.since(&before.memcg),
-            psi_scope: after.psi_scope,
-            profile: None,
         })
     }
+}
 
-    /// One worker's counters over the slice.
-    fn worker_result(
-        &self,
-        index: usize,
-        before: &Snapshot,
-        after: &Snapshot,
-        usages: &[libc::rusage],
-        span: Span,
-    ) -> Result<WorkerResult> {
-        let Span { iterations, span_ns, start_offset_ns } = span;
-        let (minflt, user, sys) = match (self.spec.mode, &after.tasks[index]) {
-            (Mode::Process, _) => {
-                let usage = &usages[index];
-                (usage.ru_minflt as u64, micros(&usage.ru_utime), micros(&usage.ru_stime))
-            }
-            (Mode::Thread, Some(stat)) => (stat.minflt, stat.user_us, stat.sys_us),
-            (Mode::Thread, None) => bail!("could not read /proc for worker thread {}", self.tids[index]),
-        };
-        let perf = (self.source == KernelCountSource::Perf).then(|| after.perf[index].since(&before.perf[index]));
-        let (sched_before, sched_after) = (before.sched[index], after.sched[index]);
-        // A worker's own time on its CPU, plus what the children it waited for spent on theirs.
-        let children = |snapshot: &Snapshot| snapshot.children_ns.get(index).copied().flatten().unwrap_or(0);
-        let on_cpu_ns = sched_after
-            .zip(sched_before)
-            .map(|(a, b)| a.on_cpu_ns.saturating_sub(b.on_cpu_ns) + children(after).saturating_sub(children(before)));
-        let wait_ns = sched_after.zip(sched_before).and_then(|(a, b)| Some(a.wait_ns?.saturating_sub(b.wait_ns?)));
-        let cpu = self.request.cpus[index];
-        let steal_ns = after.steal_ns.get(cpu).copied().flatten().zip(before.steal_ns.get(cpu).copied().flatten());
-        Ok(WorkerResult {
-            on_cpu_ns,
-            wait_ns,
-            // The CPU's whole steal for now; `share_steal` divides it among its workers.
-            steal_ns: steal_ns.map(|(a, b)| a.saturating_sub(b)),
-            cpu: self.request.cpus[index],
-            pid: self.tids[index],
-            iterations,
-            loop_faults: iterations * self.per_iteration,
-            kernel_faults: match perf {
-                Some(p) => p.page_faults,
-                None => minflt.saturating_sub(before.minflt[index]),
-            },
-            perf,
-            cpu_share: (user + sys) as f64 * 1e3 / span_ns.max(1) as f64,
-            user_us: user,
-            sys_us: sys,
-            start_offset_ns,
-            cgroup_path: (!self.request.leaf.siblings.is_empty())
-                .then(|| self.request.worker_leaves[index].cgroup_path.clone()),
+/// What a slice's figures are made of besides the counters' differences.
+#[derive(Debug, Clone)]
+pub struct SliceFacts {
+    pub cpus: Vec<usize>,
+    pub tids: Vec<i32>,
+    pub per_iteration: u64,
+    pub duration_ns: u64,
+    pub fixed: bool,
+    pub source: KernelCountSource,
+    pub timing: Timing,
+    /// --iterations: each worker's loop entry and finish stamps (CLOCK_MONOTONIC ns).
+    pub start_times: Vec<u64>,
+    pub finish_times: Vec<u64>,
+    pub start_offsets_ns: Vec<u64>,
+    pub start_skew_ns: u64,
+    /// Ctrl-Z stopped the run during the slice.
+    pub paused: bool,
+    pub worker_cgroups: Option<Vec<String>>,
+}
+
+/// A slice's figures from the counters' differences: pure, so tested without root.
+pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> Result<PlacementRun> {
+    let Timing { started_ns, stopped_ns } = facts.timing;
+    // Fixed work is timed as `time` timed the 2011 runs: first start to last finish, from the
+    // workers' own clock stamps.
+    let elapsed_ns = match facts.fixed {
+        true => (facts.finish_times.iter().max().copied().unwrap_or(0))
+            .saturating_sub(facts.start_times.iter().min().copied().unwrap_or(0)),
+        false => stopped_ns.saturating_sub(started_ns),
+    };
+    let iterations: Vec<u64> = deltas.workers.iter().map(|w| w.iterations).collect();
+    samples.push(Sample { elapsed_ns, iterations });
+    let workers = deltas
+        .workers
+        .iter()
+        .enumerate()
+        .map(|(index, delta)| {
+            let span_ns = match facts.fixed {
+                // A worker with fixed work is measured over its own span: parked, it needs no CPU.
+                true => facts.finish_times[index].saturating_sub(facts.start_times[index]),
+                false => stopped_ns.saturating_sub(started_ns),
+            };
+            let counts =
+                delta.counts.ok_or_else(|| anyhow!("could not read /proc for worker {}", facts.tids[index]))?;
+            let perf = delta.perf.filter(|_| facts.source == KernelCountSource::Perf);
+            Ok(WorkerResult {
+                on_cpu_ns: delta.on_cpu_ns,
+                wait_ns: delta.wait_ns,
+                timeslices: delta.timeslices,
+                // The CPU's whole steal for now; `share_steal` divides it among its workers.
+                steal_ns: delta.cpu_steal_ns,
+                cpu: facts.cpus[index],
+                pid: facts.tids[index],
+                iterations: delta.iterations,
+                loop_faults: delta.iterations * facts.per_iteration,
+                kernel_faults: perf.map(|p| p.page_faults).unwrap_or(counts.minflt),
+                perf,
+                // From the scheduler's exact time where it is kept: /proc's ticks are 10 ms,
+                // a tenth of a short slice.
+                cpu_share: match delta.on_cpu_ns {
+                    Some(ns) => ns as f64 / span_ns.max(1) as f64,
+                    None => (counts.user_us + counts.sys_us) as f64 * 1e3 / span_ns.max(1) as f64,
+                },
+                user_us: counts.user_us,
+                sys_us: counts.sys_us,
+                start_offset_ns: facts.start_offsets_ns.get(index).copied().unwrap_or(0),
+                cgroup_path: facts.worker_cgroups.as_ref().map(|paths| paths[index].clone()),
+            })
         })
-    }
+        .collect::<Result<Vec<_>>>()?;
+    Ok(PlacementRun {
+        elapsed_ns,
+        start_skew_ns: facts.start_skew_ns,
+        workers: share_steal(workers),
+        memcg_pgfault: deltas.memcg_pgfault,
+        kernel_source: facts.source,
+        samples,
+        // Fixed work has no time to overrun: a pause (Ctrl-Z) is what makes it not comparable.
+        overran: facts.paused
+            || (!facts.fixed && (elapsed_ns as f64) > 1.1 * facts.duration_ns as f64 + OVERRUN_SLACK_NS as f64),
+        memcg: deltas.memcg,
+        psi_scope: deltas.psi_scope,
+        profile: None,
+        harness: None,
+    })
 }
 
 /// A CPU's steal divided among the workers placed on it, by their time on it (steal takes time
@@ -510,10 +500,6 @@ fn share_steal(mut workers: Vec<WorkerResult>) -> Vec<WorkerResult> {
         });
     }
     workers
-}
-
-fn micros(time: &libc::timeval) -> u64 {
-    time.tv_sec as u64 * 1_000_000 + time.tv_usec as u64
 }
 
 /// perf counters on every worker thread, or none (and minflt as the source) when the machine
@@ -535,4 +521,113 @@ fn open_perf(tids: &[i32], warn: &mut dyn FnMut(Notice)) -> (Vec<WorkerPerf>, Ke
         }
     }
     (perf, KernelCountSource::Perf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::snapshot::WorkerDelta;
+
+    fn facts(fixed: bool) -> SliceFacts {
+        SliceFacts {
+            cpus: vec![0, 0, 1],
+            tids: vec![11, 12, 13],
+            per_iteration: 256,
+            duration_ns: 100_000_000,
+            fixed,
+            source: KernelCountSource::Minflt,
+            timing: Timing { started_ns: 1_000_000_000, stopped_ns: 1_100_000_000 },
+            start_times: vec![2_000, 2_500, 3_000],
+            finish_times: vec![50_002_000, 60_002_500, 40_003_000],
+            start_offsets_ns: vec![10, 20, 30],
+            start_skew_ns: 20,
+            paused: false,
+            worker_cgroups: None,
+        }
+    }
+
+    fn delta(iterations: u64, on_cpu_ns: u64, steal: u64) -> WorkerDelta {
+        WorkerDelta {
+            iterations,
+            counts: Some(TaskCounts { minflt: iterations * 256 + 3, user_us: 1_000, sys_us: 9_000 }),
+            on_cpu_ns: Some(on_cpu_ns),
+            wait_ns: Some(0),
+            timeslices: Some(1),
+            cpu_steal_ns: Some(steal),
+            perf: None,
+        }
+    }
+
+    fn deltas() -> Deltas {
+        Deltas {
+            workers: vec![delta(100, 30_000_000, 4_000), delta(200, 10_000_000, 4_000), delta(50, 100_000_000, 0)],
+            ..Deltas::default()
+        }
+    }
+
+    #[test]
+    fn a_timed_slice_counts_loop_and_kernel_faults_over_the_thawed_span() {
+        let run = figures(&facts(false), deltas(), Vec::new()).unwrap();
+        assert_eq!(run.elapsed_ns, 100_000_000);
+        assert_eq!(run.loop_faults(), 350 * 256);
+        assert_eq!(run.kernel_faults(), 350 * 256 + 9);
+        assert!(!run.overran);
+        // The last sample is the slice's whole count.
+        assert_eq!(run.samples.last().unwrap().iterations, [100, 200, 50]);
+        assert!((run.workers[2].cpu_share - 1.0).abs() < 1e-12);
+        assert_eq!(run.workers[0].start_offset_ns, 10);
+    }
+
+    #[test]
+    fn steal_is_shared_by_time_on_the_cpu() {
+        // CPU 0's 4 us of steal goes 3:1 to the worker that ran 30 ms against 10 ms.
+        let run = figures(&facts(false), deltas(), Vec::new()).unwrap();
+        assert_eq!(run.workers[0].steal_ns, Some(3_000));
+        assert_eq!(run.workers[1].steal_ns, Some(1_000));
+        assert_eq!(run.workers[2].steal_ns, Some(0));
+    }
+
+    #[test]
+    fn fixed_work_is_timed_from_first_start_to_last_finish() {
+        let run = figures(&facts(true), deltas(), Vec::new()).unwrap();
+        assert_eq!(run.elapsed_ns, 60_002_500 - 2_000);
+        // Each worker's share is over its own span.
+        assert!((run.workers[2].cpu_share - 100_000_000.0 / 40_000_000.0).abs() < 1e-9);
+        assert!(!run.overran, "fixed work has no time to overrun");
+    }
+
+    #[test]
+    fn a_late_stop_overruns_only_past_the_slack_and_a_pause_always() {
+        let mut late = facts(false);
+        late.timing.stopped_ns = late.timing.started_ns + 150_000_000;
+        assert!(!figures(&late, deltas(), Vec::new()).unwrap().overran, "40 ms late is a wakeup's latency");
+        late.timing.stopped_ns = late.timing.started_ns + 170_000_000;
+        assert!(figures(&late, deltas(), Vec::new()).unwrap().overran);
+        let mut paused = facts(true);
+        paused.paused = true;
+        assert!(figures(&paused, deltas(), Vec::new()).unwrap().overran);
+    }
+
+    #[test]
+    fn a_worker_whose_proc_counts_are_missing_fails_the_slice_by_name() {
+        let mut missing = deltas();
+        missing.workers[1].counts = None;
+        let err = figures(&facts(false), missing, Vec::new()).unwrap_err().to_string();
+        assert!(err.contains("worker 12"), "{err}");
+    }
+
+    #[test]
+    fn perf_counts_faults_where_it_is_the_source() {
+        let mut with_perf = deltas();
+        for (worker, faults) in with_perf.workers.iter_mut().zip([7, 8, 9]) {
+            worker.perf = Some(crate::measure::perf::PerfReading { page_faults: faults, ..Default::default() });
+        }
+        let mut perf = facts(false);
+        perf.source = KernelCountSource::Perf;
+        assert_eq!(figures(&perf, with_perf.clone(), Vec::new()).unwrap().kernel_faults(), 24);
+        // Where perf could not be opened the minflt count stands, whatever the deltas hold.
+        let run = figures(&facts(false), with_perf, Vec::new()).unwrap();
+        assert_eq!(run.kernel_faults(), 350 * 256 + 9);
+        assert!(run.workers.iter().all(|w| w.perf.is_none()));
+    }
 }

@@ -24,8 +24,6 @@ pub struct Slot {
     pub start_ns: AtomicU64,
     /// --iterations: CLOCK_MONOTONIC ns at which the worker finished its fixed work.
     pub finish_ns: AtomicU64,
-    /// The worker's minor faults when it reported ready (rusage fallback baseline).
-    pub ready_minflt: AtomicU64,
     message_len: AtomicU32,
     message: UnsafeCell<[u8; MESSAGE_BYTES]>,
 }

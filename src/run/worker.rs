@@ -26,6 +26,8 @@ pub struct WorkerPlan<'a> {
     pub slots: &'a Slots,
     /// (slot index, CPU) of each worker this process runs: one, or all as threads.
     pub workers: Vec<(usize, usize)>,
+    /// The run-wide number of this set's first worker, which names its files.
+    pub first_file_index: usize,
 }
 
 /// Ends this process at once, without the parent's destructors.
@@ -145,14 +147,11 @@ fn worker(plan: &WorkerPlan, slot_index: usize, cpu: usize, gate: &StartGate) ->
     if let Err(reason) = super::cpus::pin_current(cpu) {
         return reason;
     }
-    let mut workload = workload::create(plan.settings, slot_index);
+    // Numbered across the run, so two placements' workers never share a file.
+    let mut workload = workload::create(plan.settings, plan.first_file_index + slot_index);
     if let Err(e) = workload.prepare() {
         return e;
     }
-    // SAFETY: getrusage with a valid out-pointer; RUSAGE_THREAD is this thread's own count.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
-    slot.ready_minflt.store(usage.ru_minflt as u64, Ordering::Relaxed);
     slot.state.store(STATE_READY, Ordering::Release);
 
     if let Err(e) = gate.wait() {

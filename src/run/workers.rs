@@ -33,6 +33,7 @@ impl Workers {
         cgroup_procs: &[Option<PathBuf>],
         settings: &WorkloadSettings,
         slots: &Slots,
+        first_file_index: usize,
     ) -> Result<Self> {
         use std::io::Write;
         let _ = std::io::stdout().flush();
@@ -61,6 +62,7 @@ impl Workers {
                     Mode::Process => vec![(process, cpus[process])],
                     Mode::Thread => cpus.iter().copied().enumerate().collect(),
                 },
+                first_file_index,
             };
             // SAFETY: the harness is single-threaded (see the module comment of run/).
             match unsafe { fork() }.map_err(|e| anyhow!("fork: {e}"))? {

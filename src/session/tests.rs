@@ -57,6 +57,7 @@ fn run_of(cpus: &[usize], per_worker_rate: f64, elapsed_ns: u64) -> PlacementRun
             start_offset_ns: 1000,
             on_cpu_ns: None,
             wait_ns: None,
+            timeslices: None,
             steal_ns: None,
             cgroup_path: None,
         })
@@ -72,6 +73,7 @@ fn run_of(cpus: &[usize], per_worker_rate: f64, elapsed_ns: u64) -> PlacementRun
         memcg: Default::default(),
         psi_scope: None,
         profile: None,
+        harness: None,
     }
 }
 
@@ -159,7 +161,7 @@ fn session_of(placements: Vec<Placement>, slices: u32, repeat: u32, task_counts:
     let leaves = plan
         .placements
         .iter()
-        .map(|p| if p.is_root() { leaf("/fs/base") } else { leaf(&format!("/fs/{}", p.name)) })
+        .map(|p| if p.is_baseline() { leaf("/fs/base") } else { leaf(&format!("/fs/{}", p.name)) })
         .collect();
     let mut report = crate::report::fixture::synthetic_report(&[]);
     report.plan = plan;
@@ -168,7 +170,7 @@ fn session_of(placements: Vec<Placement>, slices: u32, repeat: u32, task_counts:
 }
 
 fn root_and_child(slices: u32) -> (Report, Vec<Leaf>) {
-    session_of(vec![Placement::root(), Placement::plain("child".into(), 1)], slices, 1, vec![2])
+    session_of(vec![Placement::baseline(), Placement::plain("child".into(), 1)], slices, 1, vec![2])
 }
 
 /// The loop and the conclusions, as `run` does them between set-up and the tree's removal.
@@ -189,7 +191,7 @@ fn placements_measured(slicer: &FakeSlicer) -> Vec<&str> {
 fn placements_alternate_abba_over_rounds_and_repetitions_with_each_task_count_in_a_round() {
     let nested = Placement::plain("nested:2".into(), 2);
     let (mut report, leaves) =
-        session_of(vec![Placement::root(), Placement::plain("child".into(), 1), nested], 2, 2, vec![1, 2]);
+        session_of(vec![Placement::baseline(), Placement::plain("child".into(), 1), nested], 2, 2, vec![1, 2]);
     let mut slicer = FakeSlicer::default();
     drive(&mut report, &leaves, &mut slicer);
     let forward = ["base", "child", "nested:2"];
@@ -323,7 +325,7 @@ fn a_notice_from_every_slice_is_one_warning() {
 fn siblings_are_dealt_so_workers_sharing_a_cpu_are_in_different_memcgs() {
     let mut siblings = Placement::plain("siblings:2".into(), 1);
     siblings.siblings = 2;
-    let (mut report, mut leaves) = session_of(vec![Placement::root(), siblings], 1, 1, vec![4]);
+    let (mut report, mut leaves) = session_of(vec![Placement::baseline(), siblings], 1, 1, vec![4]);
     leaves[1].siblings = vec![leaf("/fs/siblings:2/s1"), leaf("/fs/siblings:2/s2")];
     let mut slicer = FakeSlicer::default();
     drive(&mut report, &leaves, &mut slicer);
@@ -352,7 +354,7 @@ fn progress_names_each_slice_and_the_time_left_after_it() {
 
 #[test]
 fn the_schedule_is_every_placement_once_per_round_and_task_count() {
-    let (report, _) = session_of(vec![Placement::root(), Placement::plain("child".into(), 1)], 3, 2, vec![1, 2, 4]);
+    let (report, _) = session_of(vec![Placement::baseline(), Placement::plain("child".into(), 1)], 3, 2, vec![1, 2, 4]);
     let slices = schedule(&report.plan);
     assert_eq!(slices.len(), 6 * 3 * 2);
     for round in 1..=6 {
@@ -388,7 +390,8 @@ fn time_off_the_cpu_is_named_as_measured_never_blamed_on_other_load_without_wait
 
 #[test]
 fn workers_sharing_a_cpu_are_judged_together_once_per_cpu() {
-    let (mut report, leaves) = session_of(vec![Placement::root(), Placement::plain("child".into(), 1)], 1, 1, vec![4]);
+    let (mut report, leaves) =
+        session_of(vec![Placement::baseline(), Placement::plain("child".into(), 1)], 1, 1, vec![4]);
     let answers = HashMap::from([(1, Answer::Times { on_cpu: 0.4, wait: 0.0 })]);
     let mut slicer = FakeSlicer { answers, ..Default::default() };
     drive(&mut report, &leaves, &mut slicer);

@@ -1,0 +1,80 @@
+//! The table's lines on what the run resolves: the time that counted, the control's interval
+//! (what this machine resolves now), and the cost of one memcg level.
+
+use std::io::Write;
+
+use anyhow::Result;
+
+use crate::report::{PlacementSummary, Report};
+
+/// Per task count, the share of each placement's measured time in slices that counted, where
+/// any slice did not (overran, disturbed by other load, or of a round a stop cut short).
+pub fn counted_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummary]) -> Result<()> {
+    for tasks in report.task_counts() {
+        let here: Vec<&PlacementSummary> = summaries.iter().filter(|s| s.tasks == tasks).collect();
+        let shares: Vec<String> = report
+            .plan
+            .placements
+            .iter()
+            .filter_map(|p| Some(format!("{} {:.0}%", p.name, 100.0 * report.counted_share(p, tasks)?)))
+            .collect();
+        let all_counted = report.measurements.iter().filter(|m| m.tasks == tasks).all(|m| report.counted(m));
+        if all_counted || here.is_empty() {
+            continue;
+        }
+        let why = match report.leaves_out_disturbed(tasks) {
+            true => {
+                "slices disturbed by other load (a worker waiting for its CPU over 2% of the slice), overran or cut short are left out"
+            }
+            false => "overran or cut-short slices are left out; disturbed slices were the majority, so they count",
+        };
+        let at = if report.plan.task_counts.len() > 1 { format!(" at {tasks} tasks") } else { String::new() };
+        writeln!(out, "time counted{at}: {} of the measured time ({why})", shares.join(", "))?;
+    }
+    Ok(())
+}
+
+/// The control's interval, as points either side of 100%: what this machine resolves now.
+pub fn control_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummary]) -> Result<()> {
+    for summary in summaries.iter().filter(|s| s.placement.control) {
+        let Some(interval) = summary.overhead_vs_baseline else { continue };
+        let (Some(low), Some(high)) = (interval.low, interval.high) else { continue };
+        let at = if report.plan.task_counts.len() > 1 { format!(" at {} tasks", summary.tasks) } else { String::new() };
+        let verdict = match interval.excludes(1.0) {
+            true => "SIGNIFICANT: an A/A difference, so this run's other verdicts are not to be trusted",
+            false => "not significant, as it must be",
+        };
+        writeln!(
+            out,
+            "control{at}: this machine resolves +-{:.1} points now (the control's 95% CI {:.1}-{:.1}% around 100% by construction; {verdict})",
+            100.0 * (high - low) / 2.0,
+            100.0 * low,
+            100.0 * high
+        )?;
+    }
+    Ok(())
+}
+
+/// What one memcg level adds per fault, fitted over the plain depths measured.
+pub fn level_lines(out: &mut dyn Write, report: &Report) -> Result<()> {
+    for cost in report.level_costs() {
+        let at = if report.plan.task_counts.len() > 1 { format!(" at {} tasks", cost.tasks) } else { String::new() };
+        let depths: Vec<String> = cost.depths.iter().map(u32::to_string).collect();
+        let unit = report.unit.singular();
+        let fit = |fit: &crate::report::levels::LevelFit| match (fit.low, fit.high) {
+            (Some(low), Some(high)) => format!("{:.1} ns/{unit} (95% CI {low:.1} to {high:.1})", fit.ns_per_fault),
+            _ => format!("{:.1} ns/{unit} (one round: no interval)", fit.ns_per_fault),
+        };
+        writeln!(
+            out,
+            "each memcg level adds {}{at}, CPU ns per {unit} fitted over depths {} in {} rounds",
+            fit(&cost.cpu),
+            depths.join(", "),
+            cost.cpu.rounds
+        )?;
+        if let Some(memcg) = &cost.memcg {
+            writeln!(out, "  in the memcg family's functions (--profile): {}", fit(memcg))?;
+        }
+    }
+    Ok(())
+}

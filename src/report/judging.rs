@@ -1,0 +1,261 @@
+//! Judging a run's figures once its loop is over: empty baselines become failures, counts
+//! that disagree and figures that should not be trusted become warnings, each saying what
+//! was measured. Per-slice warnings of one kind are said for three slices and counted past
+//! that: a run of a thousand 0.1 s slices must not print a thousand lines.
+
+use crate::measure::memcg::PsiScope;
+use crate::run;
+use crate::workload;
+
+use super::{Failure, Measurement, MemcgCounter, Report, Warning};
+
+/// What follows from the measurements once the loop is over: empty baselines become failures,
+/// counts that disagree and figures that should not be trusted become warnings.
+pub fn conclude(report: &mut Report) {
+    let failures = &mut report.failures;
+    // A baseline that counted nothing has no rate to divide by: that slice failed.
+    report.measurements.retain(|m| {
+        let empty_baseline = m.placement.is_baseline() && m.run.loop_faults() == 0;
+        if empty_baseline {
+            failures.push(Failure {
+                placement: m.placement.clone(),
+                tasks: m.tasks,
+                round: m.round,
+                reason: format!(
+                    "the baseline counted no work in {:.3} s, so no ratio can be formed; measure longer (--duration)",
+                    m.run.elapsed_s()
+                ),
+            });
+        }
+        !empty_baseline
+    });
+    let shape = workload::shape(&report.plan.workload_settings(None));
+    if shape.exact {
+        let disagreements: Vec<Warning> =
+            report.measurements.iter().filter_map(|m| counts_disagree(&report.plan, m, shape.per_iteration)).collect();
+        report.warnings.extend(disagreements);
+    }
+    report.finished = true;
+    let reliability = reliability_warnings(report);
+    report.warnings.extend(reliability);
+}
+
+/// SIGSTOP freezes each worker mid-iteration: the kernel has counted up to one iteration's
+/// faults per worker that the loop counter has not. That much difference is the protocol,
+/// not a disagreement; anything beyond it and 1% is.
+fn counts_disagree(plan: &crate::plan::Plan, m: &Measurement, per_iteration: u64) -> Option<Warning> {
+    let loop_faults = m.run.loop_faults();
+    let kernel_faults = m.run.kernel_faults();
+    let in_flight = (m.run.workers.len() as u64 * per_iteration) as f64;
+    (kernel_faults > 0 && loop_faults.abs_diff(kernel_faults) as f64 > 0.01 * kernel_faults as f64 + in_flight).then(
+        || Warning::CountsDisagree {
+            placement: m.placement.name.clone(),
+            slice: plan.slice_name(m.round),
+            loop_faults,
+            kernel_faults,
+        },
+    )
+}
+
+/// Warnings about figures that should not be trusted: a baseline under pressure, variation,
+/// overran slices, skew, CPU taken by other load.
+fn reliability_warnings(report: &Report) -> Vec<Warning> {
+    let mut warnings = baseline_pressure_warnings(report);
+    for summary in report.summaries() {
+        // The overhead comes from the cost on CPU where it was read: its variation is what
+        // limits the resolution, not the wall-clock rate's.
+        let costs: Option<Vec<f64>> =
+            report.of(summary.placement, summary.tasks).map(Measurement::cpu_ns_per_fault).collect();
+        if let Some(cost) = costs.as_deref().and_then(crate::stats::summarize) {
+            if cost.n > 1 && cost.cv_pct > 5.0 {
+                warnings.push(Warning::NoisyCost {
+                    placement: summary.placement.name.clone(),
+                    unit: report.unit.singular(),
+                    cv_pct: cost.cv_pct,
+                    slices: cost.n,
+                });
+            }
+        } else if summary.faults_per_sec.n > 1 && summary.faults_per_sec.cv_pct > 5.0 {
+            warnings.push(Warning::Noisy {
+                placement: summary.placement.name.clone(),
+                unit: report.unit.name(),
+                cv_pct: summary.faults_per_sec.cv_pct,
+                slices: summary.faults_per_sec.n,
+            });
+        }
+    }
+    let mut per_slice = Vec::new();
+    for m in &report.measurements {
+        for warning in slice_warnings(report, m) {
+            // A warning about one worker's CPU is said once, even where workers share the CPU.
+            if !per_slice.contains(&warning) {
+                per_slice.push(warning);
+            }
+        }
+    }
+    warnings.extend(at_most_three_each(per_slice));
+    warnings.extend(disturbed_warnings(report));
+    warnings
+}
+
+/// Per-slice warnings, three of each kind per placement, and a count of the rest.
+fn at_most_three_each(warnings: Vec<Warning>) -> Vec<Warning> {
+    let mut kept: Vec<Warning> = Vec::new();
+    let mut more: Vec<(String, &'static str, usize)> = Vec::new();
+    for warning in warnings {
+        let Some((placement, kind)) = warning.per_slice() else {
+            kept.push(warning);
+            continue;
+        };
+        let seen = kept.iter().filter(|w| w.per_slice() == Some((placement, kind))).count();
+        if seen < 3 {
+            kept.push(warning);
+        } else {
+            match more.iter_mut().find(|(p, k, _)| p == placement && *k == kind) {
+                Some(entry) => entry.2 += 1,
+                None => more.push((placement.to_string(), kind, 1)),
+            }
+        }
+    }
+    kept.extend(more.into_iter().map(|(placement, kind, more)| Warning::MoreSlices { placement, kind, more }));
+    kept
+}
+
+/// Per placement, how many slices other load disturbed, and the control's verdict.
+fn disturbed_warnings(report: &Report) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    for tasks in report.task_counts() {
+        let left_out = report.leaves_out_disturbed(tasks);
+        for placement in &report.plan.placements {
+            let slices: Vec<&Measurement> =
+                report.measurements.iter().filter(|m| &m.placement == placement && m.tasks == tasks).collect();
+            let disturbed = slices.iter().filter(|m| m.disturbed()).count();
+            if disturbed > 0 {
+                let placement = placement.name.clone();
+                warnings.push(Warning::Disturbed { placement, disturbed, slices: slices.len(), left_out });
+            }
+        }
+    }
+    for summary in report.summaries().iter().filter(|s| s.placement.control) {
+        if let Some(interval) = summary.overhead_vs_baseline.filter(|i| i.excludes(1.0))
+            && let (Some(low), Some(high)) = (interval.low, interval.high)
+        {
+            warnings.push(Warning::ControlSignificant { tasks: summary.tasks, low, high });
+        }
+    }
+    warnings
+}
+
+/// A baseline whose memcg reclaimed, hit a limit or stalled measures more than the fault path.
+fn baseline_pressure_warnings(report: &Report) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    for summary in report.summaries().iter().filter(|s| s.placement.is_baseline()) {
+        // Stall time counts only where it is the cgroup's own, not the whole system's.
+        let own_stalls = report.measurements.iter().all(|m| m.run.psi_scope != Some(PsiScope::System));
+        let counters: [MemcgCounter; 3] = [|c| c.stat.pgsteal, |c| c.events.max, |c| c.events.high];
+        let stalls: MemcgCounter = |c| c.pressure.map(|p| p.some_us);
+        let pressure = counters
+            .into_iter()
+            .chain(own_stalls.then_some(stalls))
+            .any(|counter| report.memcg_total(summary.placement, summary.tasks, counter).is_some_and(|v| v > 0));
+        if pressure && let Some(what) = report.memcg_note(summary.placement, summary.tasks) {
+            warnings.push(Warning::BaselineUnderPressure { placement: summary.placement.name.clone(), what });
+        }
+    }
+    warnings
+}
+
+/// One slice's warnings: overran, started apart, or its workers' CPUs taken by other load.
+fn slice_warnings(report: &Report, m: &Measurement) -> Vec<Warning> {
+    let name = || m.placement.name.clone();
+    if m.run.overran {
+        // Its CPU shares are low because it stood still, not because of other load.
+        return vec![match report.plan.iterations {
+            Some(_) => Warning::PausedFixedWork {
+                placement: name(),
+                slice: report.plan.slice_name(m.round),
+                measured_s: m.run.elapsed_s(),
+            },
+            None => Warning::Overran {
+                placement: name(),
+                slice: report.plan.slice_name(m.round),
+                measured_s: m.run.elapsed_s(),
+                asked_s: report.plan.slice_duration().as_secs_f64(),
+            },
+        }];
+    }
+    let mut warnings = Vec::new();
+    if m.run.start_skew_ns as f64 > 0.1 * report.plan.interval.as_nanos() as f64 {
+        warnings.push(Warning::StartSkew {
+            placement: name(),
+            slice: report.plan.slice_name(m.round),
+            skew_us: m.run.start_skew_ns as f64 / 1e3,
+        });
+    }
+    // Round-robin placement puts k workers on a CPU on purpose: each is owed 1/k of it. One
+    // judgement per CPU, of the workers on it together.
+    let mut cpus: Vec<usize> = m.run.workers.iter().map(|w| w.cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    for cpu in cpus {
+        let on_it: Vec<&run::WorkerResult> = m.run.workers.iter().filter(|w| w.cpu == cpu).collect();
+        // Fixed work: workers sharing a CPU finish apart (each is owed a varying share), a
+        // worker done early is parked (not runnable, no cost), and under a second rusage's
+        // tick granularity is too coarse to judge.
+        if report.plan.iterations.is_some() && (on_it.len() > 1 || m.run.elapsed_s() < 1.0) {
+            continue;
+        }
+        warnings.extend(cpu_time_warnings(report, m, cpu, &on_it));
+    }
+    warnings
+}
+
+/// What took the time of the workers on `cpu` off it, as measured: waiting for the CPU
+/// (run_delay), blocked or stopped (the rest), the hypervisor's steal; the CPU share alone
+/// where schedstat is absent.
+fn cpu_time_warnings(report: &Report, m: &Measurement, cpu: usize, workers: &[&run::WorkerResult]) -> Vec<Warning> {
+    let (placement, round, sharing) = (m.placement.name.clone(), report.plan.slice_name(m.round), workers.len() as f64);
+    let elapsed_ns = m.run.elapsed_ns.max(1);
+    // The workers' time on this CPU together: the slice once per worker.
+    let span_ns = elapsed_ns as f64 * sharing;
+    let sum = |get: &dyn Fn(&run::WorkerResult) -> Option<u64>| workers.iter().map(|w| get(w)).sum::<Option<u64>>();
+    let mut warnings = Vec::new();
+    let (Some(_), Some(wait_ns)) = (sum(&|w| w.on_cpu_ns), sum(&|w| w.wait_ns)) else {
+        let share = workers.iter().map(|w| w.cpu_share).fold(f64::INFINITY, f64::min);
+        if share * sharing < 0.95 {
+            warnings.push(Warning::CpuTaken { placement, slice: round.clone(), cpu, share, sharing });
+        }
+        return warnings;
+    };
+    let wait_share = wait_ns as f64 / span_ns;
+    if wait_share > (sharing - 1.0) / sharing + 0.05 {
+        warnings.push(Warning::WaitedForCpu {
+            placement: placement.clone(),
+            slice: round.clone(),
+            cpu,
+            share: wait_share,
+            sharing,
+        });
+    }
+    let blocked_share = sum(&|w| w.blocked_ns(elapsed_ns)).unwrap_or(0) as f64 / span_ns;
+    if report.plan.iterations.is_none() && blocked_share > 0.05 {
+        warnings.push(Warning::Blocked {
+            placement: placement.clone(),
+            slice: round.clone(),
+            cpu,
+            share: blocked_share,
+            sharing,
+        });
+    }
+    // /proc/stat counts steal in ticks: under two of them is rounding, not a measurement.
+    let steal_ns = sum(&|w| w.steal_ns).unwrap_or(0);
+    if steal_ns as f64 > 0.01 * elapsed_ns as f64 && steal_ns >= 2 * crate::measure::procfs::steal_tick_ns() {
+        warnings.push(Warning::Stolen {
+            placement,
+            slice: round.clone(),
+            cpu,
+            share: steal_ns as f64 / elapsed_ns as f64,
+        });
+    }
+    warnings
+}
