@@ -244,19 +244,17 @@ fn measure_all(
         let set_up = sequence == 0 || slices[sequence - 1].tasks != slice.tasks;
         if set_up {
             slicer.retire();
-            progress.start(format!("setting up {} tasks per placement", slice.tasks), 0.0);
             if let Err(signal) = set_up_all(report, leaves, slicer, slice.tasks) {
                 report.interrupted = Some(signal);
                 break;
             }
         }
         let placement = report.plan.placements[slice.placement].clone();
-        let repetition = report.plan.repetition_of(slice.round);
         progress.start(
             format!(
-                "{} repetition {repetition}, slice {}/{}, {} tasks",
+                "{} {}/{}, {} tasks",
                 placement.name,
-                report.plan.slice_of(slice.round),
+                report.plan.slice_name(slice.round),
                 report.plan.slices,
                 slice.tasks
             ),

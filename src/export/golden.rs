@@ -40,7 +40,12 @@ fn eventful() -> Report {
         round: 3,
         reason: "worker 12 on CPU 1 died: killed by SIGKILL".into(),
     });
-    report.warnings.push(Warning::Overran { placement: "child".into(), round: 2, measured_s: 2.5, asked_s: 2.0 });
+    report.warnings.push(Warning::Overran {
+        placement: "child".into(),
+        slice: "slice 2".into(),
+        measured_s: 2.5,
+        asked_s: 2.0,
+    });
     report.warnings.push(Warning::RoundRobin { tasks: 4, cpus: 2 });
     report
 }

@@ -23,10 +23,10 @@ pub fn counted_lines(out: &mut dyn Write, report: &Report, summaries: &[Placemen
             continue;
         }
         let why = match report.leaves_out_disturbed(tasks) {
-            true => {
-                "slices disturbed by other load (a worker waiting for its CPU over 2% of the slice), overran or cut short are left out"
+            true => "left out: slices that overran, were cut short by a stop, or were disturbed by other load",
+            false => {
+                "left out: slices that overran or were cut short; disturbed slices were the majority, so they count"
             }
-            false => "overran or cut-short slices are left out; disturbed slices were the majority, so they count",
         };
         let at = if report.plan.task_counts.len() > 1 { format!(" at {tasks} tasks") } else { String::new() };
         writeln!(out, "time counted{at}: {} of the measured time ({why})", shares.join(", "))?;

@@ -178,9 +178,9 @@ impl Plan {
 
     /// A round as the CSV names it: `slice 5`, or `repetition 2 slice 5` with --repeat.
     pub fn slice_name(&self, round: u32) -> String {
-        match self.repeat {
-            1 => format!("slice {}", self.slice_of(round)),
-            _ => format!("repetition {} slice {}", self.repetition_of(round), self.slice_of(round)),
+        match self.repeat > 1 || round > self.slices {
+            false => format!("slice {}", self.slice_of(round)),
+            true => format!("repetition {} slice {}", self.repetition_of(round), self.slice_of(round)),
         }
     }
 

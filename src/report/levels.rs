@@ -38,7 +38,8 @@ pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
 }
 
 impl Report {
-    /// The plain placements' depths, where a fit over them means something: two or more.
+    /// The plain placements' depths (the baseline's 0 among them), where a fit over them
+    /// means something: two or more below the baseline.
     fn fitted_depths(&self) -> Vec<u32> {
         let mut depths: Vec<u32> =
             self.plan.placements.iter().filter(|p| p.is_plain_depth()).map(|p| p.depth).collect();
@@ -78,7 +79,7 @@ impl Report {
     /// The per-level cost at every task count, where two or more plain depths were measured.
     pub fn level_costs(&self) -> Vec<LevelCost> {
         let depths = self.fitted_depths();
-        if depths.len() < 2 {
+        if depths.iter().filter(|&&d| d > 0).count() < 2 {
             return Vec::new();
         }
         self.task_counts()

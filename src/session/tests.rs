@@ -36,6 +36,9 @@ struct FakeSlicer {
     oom_kills: HashMap<String, u64>,
     /// Notices every slice reports (e.g. no hardware counters).
     notices: Vec<Notice>,
+    /// (placement, tasks) per set-up, and how often every crew was retired.
+    set_ups: Vec<(usize, usize)>,
+    retired: usize,
 }
 
 const SLICE_NS: u64 = 1_000_000_000;
@@ -122,6 +125,15 @@ impl Slicer for FakeSlicer {
         }
     }
 
+    fn set_up(&mut self, slice: &SliceSpec, _warn: &mut dyn FnMut(Notice)) -> Result<()> {
+        self.set_ups.push((slice.placement, slice.cpus.len()));
+        Ok(())
+    }
+
+    fn retire(&mut self) {
+        self.retired += 1;
+    }
+
     fn oom_kills(&self, leaf: &Leaf) -> u64 {
         self.oom_kills.get(&leaf.cgroup_path).copied().unwrap_or(0)
     }
@@ -179,7 +191,7 @@ fn drive(report: &mut Report, leaves: &[Leaf], slicer: &mut FakeSlicer) -> Vec<u
     let mut progress = Recorded::default();
     measure_all(report, leaves, slicer, &mut progress, &mut |r: &Report| checkpoints.push(r.measurements.len()));
     assert!(progress.cleared, "the progress display is cleared at the end");
-    conclude(report);
+    crate::report::judging::conclude(report);
     checkpoints
 }
 
@@ -196,13 +208,17 @@ fn placements_alternate_abba_over_rounds_and_repetitions_with_each_task_count_in
     drive(&mut report, &leaves, &mut slicer);
     let forward = ["base", "child", "nested:2"];
     let backward = ["nested:2", "child", "base"];
-    let expected: Vec<&str> = [forward, forward, backward, backward, forward, forward, backward, backward].concat();
+    // Task count by task count (one count's workers alive at a time), ABBA within each.
+    let expected: Vec<&str> = [forward, backward, forward, backward, forward, backward, forward, backward].concat();
     assert_eq!(placements_measured(&slicer), expected);
     let cpus: Vec<&Vec<usize>> = slicer.calls.iter().map(|(_, cpus, _)| cpus).collect();
-    assert_eq!(cpus[..6], [&vec![0], &vec![0], &vec![0], &vec![0, 1], &vec![0, 1], &vec![0, 1]]);
+    assert!(cpus[..12].iter().all(|c| c == &&vec![0]) && cpus[12..].iter().all(|c| c == &&vec![0, 1]));
+    // Every placement set up before a task count's first slice, every crew retired after it.
+    assert_eq!(slicer.set_ups, [(0, 1), (1, 1), (2, 1), (0, 2), (1, 2), (2, 2)]);
+    assert_eq!(slicer.retired, 3, "before each task count, and at the end");
     let order: Vec<(u32, usize, usize)> = report.measurements.iter().map(|m| (m.round, m.tasks, m.sequence)).collect();
     assert_eq!(order.len(), 24);
-    assert_eq!(order[..4], [(1, 1, 0), (1, 1, 1), (1, 1, 2), (1, 2, 3)]);
+    assert_eq!(order[..4], [(1, 1, 0), (1, 1, 1), (1, 1, 2), (2, 1, 3)]);
     assert_eq!(order[23], (4, 2, 23));
     assert_eq!(report.plan.repetition_of(3), 2);
 }
@@ -219,7 +235,9 @@ fn an_overran_slice_is_left_out_of_the_statistics_and_said_once() {
     assert!((child.faults_per_sec.mean - 180_000.0).abs() < 1_000.0, "{}", child.faults_per_sec.mean);
     let overran: Vec<&Warning> = report.warnings.iter().filter(|w| matches!(w, Warning::Overran { .. })).collect();
     assert_eq!(overran.len(), 1);
-    assert!(matches!(overran[0], Warning::Overran { round: 2, measured_s, .. } if (*measured_s - 1.5).abs() < 1e-9));
+    assert!(
+        matches!(overran[0], Warning::Overran { slice, measured_s, .. } if slice == "slice 2" && (*measured_s - 1.5).abs() < 1e-9)
+    );
     assert!(!report.warnings.iter().any(|w| matches!(w, Warning::Noisy { .. })));
 }
 
@@ -251,7 +269,7 @@ fn checkpoints_follow_every_slice_with_the_report_so_far() {
 }
 
 #[test]
-fn a_signal_ends_the_run_keeping_only_completed_rounds() {
+fn a_signal_ends_the_run_keeping_every_completed_slice_and_flagging_its_round() {
     let (mut report, leaves) = root_and_child(3);
     // Round 2: its first slice measured, the second interrupted.
     let mut slicer = FakeSlicer { answers: HashMap::from([(3, Answer::Interrupted(2))]), ..Default::default() };
@@ -259,8 +277,12 @@ fn a_signal_ends_the_run_keeping_only_completed_rounds() {
     assert_eq!(slicer.calls.len(), 4, "no slice is started after the signal");
     assert_eq!(report.interrupted, Some(2));
     assert_eq!(checkpoints, [1, 2, 3], "round 2's first slice was on disk until the signal");
-    assert!(report.measurements.iter().all(|m| m.round == 1));
-    assert_eq!(report.measurements.len(), 2);
+    // Round 2's measured slice is kept, flagged, and in no figure.
+    assert_eq!(report.measurements.len(), 3);
+    let cut: Vec<&Measurement> = report.measurements.iter().filter(|m| !m.round_complete).collect();
+    assert_eq!((cut.len(), cut[0].round), (1, 2));
+    assert!(!report.counted(cut[0]));
+    assert!(report.summaries().iter().all(|s| s.faults_per_sec.n == 1), "only round 1 in the figures");
     assert!(report.failures.is_empty(), "an interrupt is not a failure");
 }
 
@@ -309,7 +331,7 @@ fn loop_and_kernel_counts_that_disagree_are_warned_per_slice() {
     let disagree: Vec<&Warning> =
         report.warnings.iter().filter(|w| matches!(w, Warning::CountsDisagree { .. })).collect();
     assert_eq!(disagree.len(), 1);
-    assert!(matches!(disagree[0], Warning::CountsDisagree { round: 2, .. }));
+    assert!(matches!(disagree[0], Warning::CountsDisagree { slice, .. } if slice == "slice 2"));
 }
 
 #[test]
@@ -381,8 +403,9 @@ fn time_off_the_cpu_is_named_as_measured_never_blamed_on_other_load_without_wait
     assert_eq!(blocked.len(), 2, "{said:?}");
     assert!(blocked.iter().all(|w| w.starts_with("child slice 1:") && w.contains("60%")), "{said:?}");
     let waited: Vec<&String> = said.iter().filter(|w| w.contains("waited for it")).collect();
-    assert_eq!(waited.len(), 2, "{said:?}");
-    assert!(waited.iter().all(|w| w.starts_with("base slice 2:") && w.contains("40%")), "{said:?}");
+    assert_eq!(waited.len(), 3, "{said:?}");
+    assert!(waited[..2].iter().all(|w| w.starts_with("base slice 2:") && w.contains("40%")), "{said:?}");
+    assert!(waited[2].starts_with("base: in 1 of 2 slices a worker waited for its CPU"), "{said:?}");
     assert!(!said.iter().any(|w| w.contains("other load") && w.starts_with("child")), "{said:?}");
     // The fake's other slices have no schedstat: there the CPU share alone is judged, and it is full.
     assert!(!said.iter().any(|w| w.contains("no schedstat")), "{said:?}");
