@@ -56,7 +56,6 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
     if !options.quiet {
         print_table(options, &report, outputs.share_stdout());
     }
-    let rewritten = outputs.checkpointed.iter().any(|&c| c);
     let any_output = outputs.any();
     let write_failed = !outputs.write(&report);
     if report.interrupted.is_none()
@@ -80,7 +79,7 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
     } else {
         Kept::Nothing
     };
-    Ok(exit_status(&report, write_failed, rewritten, kept))
+    Ok(exit_status(&report, write_failed, kept))
 }
 
 /// Where a run's measurements are, said beside an error removing its cgroups.
@@ -139,11 +138,13 @@ impl Outputs {
     fn checkpoint(&mut self, report: &Report) {
         let per_cpu = self.per_cpu;
         let written = [
-            self.csv.as_mut().map(|s| s.checkpoint(|out| export::csv::write(out, &export::csv::rows(report, per_cpu)))),
+            self.csv
+                .as_mut()
+                .map(|s| s.checkpoint(|out| export::csv::write_rows(out, &export::csv::rows(report, per_cpu)))),
             self.json.as_mut().map(|s| s.checkpoint(|out| export::json::write(out, report))),
             self.samples
                 .as_mut()
-                .map(|s| s.checkpoint(|out| export::csv::write(out, &export::csv::sample_rows(report)))),
+                .map(|s| s.checkpoint(|out| export::csv::write_rows(out, &export::csv::sample_rows(report)))),
         ];
         for (index, result) in written.iter().enumerate() {
             self.checkpointed[index] |= matches!(result, Some(Ok(())));
@@ -172,9 +173,9 @@ impl Outputs {
                 }
             };
         let [csv, json, samples] = self.checkpointed;
-        write(self.csv, csv, &|out| export::csv::write(out, &export::csv::rows(report, self.per_cpu)));
+        write(self.csv, csv, &|out| export::csv::write_rows(out, &export::csv::rows(report, self.per_cpu)));
         write(self.json, json, &|out| export::json::write(out, report));
-        write(self.samples, samples, &|out| export::csv::write(out, &export::csv::sample_rows(report)));
+        write(self.samples, samples, &|out| export::csv::write_rows(out, &export::csv::sample_rows(report)));
         if let Some(dir) = &self.profile_dir
             && !report.measurements.is_empty()
         {
@@ -211,8 +212,7 @@ fn print_table(options: &RunOptions, report: &Report, stdout_taken: bool) {
 }
 
 /// 128+signal after a stop signal, 1 after a failed slice, removal or write, else 0.
-/// `rewritten`: files held slices from checkpoints before the end.
-fn exit_status(report: &Report, write_failed: bool, rewritten: bool, kept: Kept) -> ExitCode {
+fn exit_status(report: &Report, write_failed: bool, kept: Kept) -> ExitCode {
     if let Some(e) = &report.removal_error {
         match kept {
             Kept::Written => say!("faultscale: error: the measurements are written, but {e}"),
@@ -226,24 +226,25 @@ fn exit_status(report: &Report, write_failed: bool, rewritten: bool, kept: Kept)
     }
     if let Some(signal) = report.interrupted {
         match report.measurements.len() {
-            0 if rewritten => say!(
-                "faultscale: {}; no round of slices completed: the files, which held its first slices, now hold no measurement, marked run_complete=false",
-                Interrupted(signal)
-            ),
-            0 => say!("faultscale: {}; no round of slices completed, nothing was written", Interrupted(signal)),
+            0 => say!("faultscale: {}; no slice completed, nothing was measured", Interrupted(signal)),
             done if write_failed => say!(
-                "faultscale: {}; the {done} measurements of the completed slices, marked run_complete=false, are in each output not named in an error above",
+                "faultscale: {}; the {done} measured slices, marked run_complete=false (those of the round it cut short also round_complete=false, in no figure), are in each output not named in an error above",
                 Interrupted(signal)
             ),
             done => say!(
-                "faultscale: {}; wrote the {done} measurements of the completed slices, marked run_complete=false",
+                "faultscale: {}; wrote the {done} measured slices, marked run_complete=false (those of the round it cut short also round_complete=false, in no figure)",
                 Interrupted(signal)
             ),
         }
         return ExitCode::from(128 + signal as u8);
     }
     for failure in &report.failures {
-        say!("faultscale: error: {} slice {}: {}", failure.placement.name, failure.round, failure.reason);
+        say!(
+            "faultscale: error: {} {}: {}",
+            failure.placement.name,
+            report.plan.slice_name(failure.round),
+            failure.reason
+        );
     }
     let clean = report.failures.is_empty() && report.removal_error.is_none() && !write_failed;
     if clean { ExitCode::SUCCESS } else { ExitCode::FAILURE }

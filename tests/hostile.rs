@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-const QUICK: [&str; 6] = ["--base", BASE, "--duration", "0.3", "--cgroup", "child"];
+// One slice each: tests that count rows count placements.
+const QUICK: [&str; 8] = ["--base", BASE, "--duration", "0.3", "--slices", "1", "--cgroup", "child"];
 
 fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     let mut all = QUICK.to_vec();
@@ -175,7 +176,18 @@ fn two_runs_on_one_output_are_refused_not_lost() {
     let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.csv");
-    let first = spawn(&["--base", BASE, "--duration", "2", "--cgroup", "child", "--csv", out.to_str().unwrap()]);
+    let first = spawn(&[
+        "--base",
+        BASE,
+        "--duration",
+        "2",
+        "--slices",
+        "2",
+        "--cgroup",
+        "child",
+        "--csv",
+        out.to_str().unwrap(),
+    ]);
     let first_pid = first.id();
     wait_running(&base, first_pid);
     let spelled_otherwise = format!("{}/./out.csv", dir.path().display());
@@ -382,7 +394,18 @@ fn a_cgroup_kept_busy_does_not_void_the_measurements() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("busy.csv");
     let started = Instant::now();
-    let child = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "1", "--csv", csv.to_str().unwrap()]);
+    let child = spawn(&[
+        "--base",
+        BASE,
+        "--cgroup",
+        "child",
+        "--duration",
+        "1",
+        "--slices",
+        "1",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
     let pid = child.id();
     wait_running(&base, pid);
     // A process of the test's own moves into the run's child cgroup (its leaf: on v2 only a
@@ -483,8 +506,10 @@ fn a_worker_lost_before_ready_fails_its_placement_only() {
     std::fs::write(&profile, "name = \"zero\"\n[[level]]\n\"memory.max\" = 0\n").unwrap();
     let csv = dir.path().join("out.csv");
     let cgroups = format!("child,{}", profile.display());
-    let (_, output) =
-        run_clean(&base, &["--base", BASE, "--duration", "0.3", "--cgroup", &cgroups, "--csv", csv.to_str().unwrap()]);
+    let (_, output) = run_clean(
+        &base,
+        &["--base", BASE, "--duration", "0.3", "--slices", "1", "--cgroup", &cgroups, "--csv", csv.to_str().unwrap()],
+    );
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     let failure = stderr.lines().find(|l| l.starts_with("faultscale: error: zero slice 1: worker ")).expect(&stderr);
@@ -521,7 +546,7 @@ fn cleanup_judges_liveness_across_pid_namespaces() {
     };
 
     // A live run in its own PID namespace (pid 1 there) survives a host cleanup.
-    let run = unshare(&["--duration", "1", "--repeat", "2", "--csv", csv.to_str().unwrap()]);
+    let run = unshare(&["--duration", "1", "--slices", "1", "--repeat", "2", "--csv", csv.to_str().unwrap()]);
     let inner = namespace_init(run.id());
     wait_running(&base, 1);
     let sweep = cleanup(&[]);
@@ -787,7 +812,8 @@ fn ctrl_z_stops_the_workers_and_the_slice_is_flagged() {
     let base = runs_dir();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
-    let child = spawn(&["--base", BASE, "--no-baseline", "--duration", "1", "--csv", csv.to_str().unwrap()]);
+    let child =
+        spawn(&["--base", BASE, "--no-baseline", "--duration", "1", "--slices", "1", "--csv", csv.to_str().unwrap()]);
     let pid = child.id();
     wait_running(&base, pid);
     std::thread::sleep(Duration::from_millis(300));
@@ -901,14 +927,10 @@ fn warnings_say_what_really_happened() {
     signal(pid, libc::SIGINT);
     let output = child.wait_with_output().unwrap();
     assert_nothing_left(&base, pid);
-    assert!(
-        text(&output.stderr).contains("no round of slices completed, nothing was written"),
-        "{}",
-        text(&output.stderr)
-    );
+    assert!(text(&output.stderr).contains("no slice completed, nothing was measured"), "{}", text(&output.stderr));
 
     // A stop after the baseline's slice was checkpointed, before its round completed: the
-    // files are rewritten to what the run keeps (no slice), and the message says so.
+    // files keep that slice, flagged (round_complete=false, counted=false), and say so.
     let dir = tempfile::tempdir().unwrap();
     let (csv, json) = (dir.path().join("msg.csv"), dir.path().join("msg.json"));
     std::fs::write(&csv, "OLD").unwrap();
@@ -928,14 +950,14 @@ fn warnings_say_what_really_happened() {
     let output = child.wait_with_output().unwrap();
     assert_nothing_left(&base, pid);
     let said = text(&output.stderr);
-    assert!(
-        said.contains("no round of slices completed: the files, which held its first slices, now hold no measurement"),
-        "{said}"
-    );
-    let rows = std::fs::read_to_string(&csv).unwrap();
-    assert!(rows.lines().count() <= 1 && !rows.contains("OLD"), "no slice left: {rows}");
+    assert!(said.contains("wrote the 1 measured slices, marked run_complete=false"), "{said}");
+    // #29.1: the slice on disk is kept, flagged as of a round the stop cut short.
+    let rows = read_csv(&csv);
+    assert_eq!(rows.len(), 1, "the baseline's slice is kept: {rows:?}");
+    assert_eq!((rows[0]["round_complete"].as_str(), rows[0]["counted"].as_str()), ("false", "false"));
+    assert!(!std::fs::read_to_string(&csv).unwrap().contains("OLD"));
     let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(document["measurements"].as_array().map(Vec::len), Some(0));
+    assert_eq!(document["measurements"].as_array().map(Vec::len), Some(1));
     assert_eq!(document["complete"], serde_json::Value::Bool(false));
 }
 
@@ -1005,7 +1027,7 @@ fn more_workers_per_cpu_than_a_slice_has_turns_is_refused() {
     let said = text(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{said}");
     assert!(said.lines().count() == 1, "{said}");
-    assert!(said.contains("--tasks 4096: 4096 workers per CPU on 1 CPU(s), and a 0.5 s slice gives each"), "{said}");
+    assert!(said.contains("--tasks 4096: 4096 workers per CPU on 1 CPU(s), and a 0.1 s slice gives each"), "{said}");
     assert!(said.contains("give at most 166 tasks"), "{said}");
     assert!(started.elapsed() < Duration::from_secs(3));
 }

@@ -151,10 +151,13 @@ fn expected_stats(doc: &Value) -> BTreeMap<String, (f64, f64)> {
     if let Some(last) = baseline.iter().rev().find(|s| s["scalability"].is_number()) {
         put("scalability".into(), &last["scalability"], 1.0, 5e-7);
     }
-    let level = &doc["per_level"];
-    put("per_level_ns".into(), &level["ns_per_fault"], 1.0, 0.05);
-    put("per_level_low_ns".into(), &level["low"], 1.0, 0.05);
-    put("per_level_high_ns".into(), &level["high"], 1.0, 0.05);
+    let largest = doc["per_level"].as_array().and_then(|l| l.iter().max_by_key(|c| c["tasks"].as_u64()));
+    if let Some(level) = largest {
+        put("per_level_ns".into(), &level["cpu"]["ns_per_fault"], 1.0, 0.05);
+        put("per_level_low_ns".into(), &level["cpu"]["low"], 1.0, 0.05);
+        put("per_level_high_ns".into(), &level["cpu"]["high"], 1.0, 0.05);
+        put("per_level_memcg_ns".into(), &level["memcg"]["ns_per_fault"], 1.0, 0.05);
+    }
     out
 }
 
@@ -241,8 +244,17 @@ fn parse_on_the_shipped_fixture_gives_its_yaml_and_the_jsons_figures() {
     // The per-level cost, in files that carry one (null or absent: no stat).
     let dir = tempfile::tempdir().unwrap();
     for (per_level, named) in [
-        (serde_json::json!({"ns_per_fault": 41.5, "low": 12.25, "high": 70.0, "depths": [1, 4]}), 3),
-        (serde_json::json!({"ns_per_fault": 41.5, "low": null, "high": null, "depths": [1]}), 1),
+        // A sweep: the largest task count's fit is the one named, its memcg fit too.
+        (
+            serde_json::json!([
+                {"tasks": 1, "depths": [0, 1, 4], "cpu": {"ns_per_fault": 9.0, "low": 1.0, "high": 17.0, "rounds": 8}},
+                {"tasks": 2, "depths": [0, 1, 4], "cpu": {"ns_per_fault": 41.5, "low": 12.25, "high": 70.0, "rounds": 8},
+                 "memcg": {"ns_per_fault": 30.5, "low": 20.0, "high": 41.0, "rounds": 8}}
+            ]),
+            4,
+        ),
+        (serde_json::json!([{"tasks": 2, "depths": [0, 1, 4], "cpu": {"ns_per_fault": 41.5, "low": null, "high": null, "rounds": 1}}]), 1),
+        (serde_json::json!([]), 0),
         (Value::Null, 0),
     ] {
         let mut with = doc.clone();

@@ -152,7 +152,7 @@ fn knobs_of(report: &Report, m: &Measurement) -> String {
 
 /// One row per worker per sample: the loop counter since the measurement started and the
 /// rate over the interval that ended at the sample.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, Default, serde::Serialize)]
 pub struct SampleRow<'a> {
     pub run_id: &'a str,
     pub placement: &'a str,
@@ -190,6 +190,20 @@ pub fn sample_rows(report: &Report) -> Vec<SampleRow<'_>> {
     rows
 }
 
+/// A run's rows, with the header even where no slice was measured (a file a stop left empty
+/// still says what it is).
+pub fn write_rows<T: serde::Serialize + Default>(out: &mut dyn Write, rows: &[T]) -> Result<()> {
+    if !rows.is_empty() {
+        return write(out, rows);
+    }
+    let mut sample = Vec::new();
+    write(&mut sample, &[T::default()])?;
+    let header = sample.split(|&b| b == b'\n').next().unwrap_or_default();
+    out.write_all(header)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
 pub fn write<T: serde::Serialize>(out: &mut dyn Write, rows: &[T]) -> Result<()> {
     let mut writer = ::csv::Writer::from_writer(out);
     for row in rows {
@@ -203,6 +217,18 @@ pub fn write<T: serde::Serialize>(out: &mut dyn Write, rows: &[T]) -> Result<()>
 mod tests {
     use super::*;
     use crate::report::fixture::synthetic_report;
+
+    #[test]
+    fn a_run_with_no_slice_still_writes_the_header() {
+        let mut out = Vec::new();
+        write_rows::<Row>(&mut out, &[]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 1);
+        assert!(text.starts_with("run_id,started_at,") && text.contains(",round_complete,counted,"), "{text}");
+        let mut samples = Vec::new();
+        write_rows::<SampleRow>(&mut samples, &[]).unwrap();
+        assert!(String::from_utf8(samples).unwrap().starts_with("run_id,"));
+    }
 
     /// The report written as CSV and read back: headers and records.
     fn written(report: &Report, per_cpu: bool) -> (Vec<String>, Vec<Vec<String>>) {

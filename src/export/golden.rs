@@ -86,14 +86,14 @@ fn render(write: impl FnOnce(&mut Vec<u8>) -> anyhow::Result<()>) -> Vec<u8> {
 fn golden_run_outputs() {
     for (name, report) in reports() {
         golden(&format!("{name}.table"), &render(|out| export::table::write(out, &report)));
-        golden(&format!("{name}.csv"), &render(|out| export::csv::write(out, &export::csv::rows(&report, false))));
+        golden(&format!("{name}.csv"), &render(|out| export::csv::write_rows(out, &export::csv::rows(&report, false))));
         golden(
             &format!("{name}.per-cpu.csv"),
-            &render(|out| export::csv::write(out, &export::csv::rows(&report, true))),
+            &render(|out| export::csv::write_rows(out, &export::csv::rows(&report, true))),
         );
         golden(
             &format!("{name}.samples.csv"),
-            &render(|out| export::csv::write(out, &export::csv::sample_rows(&report))),
+            &render(|out| export::csv::write_rows(out, &export::csv::sample_rows(&report))),
         );
         golden(&format!("{name}.json"), &render(|out| export::json::write(out, &report)));
     }
@@ -104,7 +104,7 @@ fn golden_compare_and_plot() {
     let base = synthetic_report(&[(100_000.0, 90_000.0), (101_000.0, 91_000.0), (99_000.0, 90_500.0)]);
     let new = synthetic_report(&[(100_000.0, 85_000.0), (100_500.0, 86_000.0), (99_500.0, 85_500.0)]);
     let csv_of = |report: &Report| {
-        String::from_utf8(render(|out| export::csv::write(out, &export::csv::rows(report, false)))).unwrap()
+        String::from_utf8(render(|out| export::csv::write_rows(out, &export::csv::rows(report, false)))).unwrap()
     };
     let json_of = |report: &Report| String::from_utf8(render(|out| export::json::write(out, report))).unwrap();
     let base_csv = RunFile::from_csv("base.csv".into(), &csv_of(&base)).unwrap();
@@ -136,7 +136,7 @@ fn tempfile_dir() -> PathBuf {
 #[test]
 fn compare_takes_the_overhead_from_cpu_cost_only_where_both_files_have_it() {
     let csv_of = |report: &Report| {
-        String::from_utf8(render(|out| export::csv::write(out, &export::csv::rows(report, false)))).unwrap()
+        String::from_utf8(render(|out| export::csv::write_rows(out, &export::csv::rows(report, false)))).unwrap()
     };
     let with_cpu = RunFile::from_csv("cpu.csv".into(), &csv_of(&on_cpu())).unwrap();
     let without = RunFile::from_csv(

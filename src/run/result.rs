@@ -82,7 +82,8 @@ pub struct PlacementRun {
 
 /// The harness's own cost around one slice, in ns: the set-up of its crew (fork to frozen
 /// after warmup; on the crew's first slice only), the thaw (one SIGCONT to the group), the
-/// freeze (SIGSTOP until every worker is seen stopped) and the reading of the snapshot.
+/// freeze (SIGSTOP until every worker is seen stopped) and the reading of the snapshot; and
+/// what the settling window before the slice measured.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HarnessTimes {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -90,6 +91,10 @@ pub struct HarnessTimes {
     pub thaw_ns: u64,
     pub freeze_ns: u64,
     pub snapshot_ns: u64,
+    /// The unmeasured settling window before the slice: the workers' time on their CPUs and
+    /// the faults they took in it (0 for fixed work, which has none).
+    pub settle_on_cpu_ns: u64,
+    pub settle_faults: u64,
 }
 
 impl PlacementRun {

@@ -38,6 +38,13 @@ const DONE_POLL_NS: u64 = 5_000_000;
 /// How long a released crew may take until every worker has entered its loop.
 const START_TIMEOUT_NS: u64 = 20_000_000_000;
 
+/// Each time-based slice first thaws its crew for this long, unmeasured: the crew that ran
+/// on the CPUs before was another (its caches, the per-CPU memcg charge cache) except where
+/// ABBA repeats a placement at a round's turn, so every measured window starts after the same
+/// settling. What the settling window costs per fault, against the measured window, is the
+/// switch's cost (`HarnessTimes::settle_*`, scripts/bench-noise).
+const SETTLE_NS: u64 = 2_000_000;
+
 /// A slice longer than asked by more than this (besides 10%) overran: the harness was
 /// stopped or starved. Short slices end late by a wakeup's latency, which costs nothing: the
 /// cost per fault counts only time on the CPU.
@@ -210,7 +217,10 @@ impl Crew {
             return Err(self.workers.died(&self.slots, dead).into());
         }
         let fixed = spec.settings.fixed_iterations.is_some();
-        let before = self.snapshot()?;
+        let (settle_on_cpu_ns, settle_faults, before) = match fixed {
+            true => (0, 0, self.snapshot()?),
+            false => self.settle()?,
+        };
         self.enable_sampling()?;
         let started_ns = monotonic_ns();
         self.workers.signal_all(if fixed { signals::START_SIGNAL } else { Signal::SIGCONT })?;
@@ -232,10 +242,27 @@ impl Crew {
             thaw_ns: thawed_ns - started_ns,
             freeze_ns: frozen_ns - stopped_ns,
             snapshot_ns: read_ns - frozen_ns,
+            settle_on_cpu_ns,
+            settle_faults,
         };
         let facts = self.facts(spec, Timing { started_ns, stopped_ns });
         let run = figures(&facts, after.since(&before, &self.cpus), samples)?;
         Ok(PlacementRun { profile, harness: Some(harness), ..run })
+    }
+
+    /// The unmeasured settling window before a timed slice (SETTLE_NS): the crew thawed and
+    /// frozen again; returns what its workers spent on their CPUs and the faults they took
+    /// there, and the snapshot the measured window starts from.
+    fn settle(&mut self) -> Result<(u64, u64, Snapshot)> {
+        let parked = self.snapshot()?;
+        self.workers.signal_all(Signal::SIGCONT)?;
+        wait_until(monotonic_ns() + SETTLE_NS, &mut self.workers, &self.slots)?;
+        freeze(&mut self.workers, &self.slots)?;
+        let settled = self.snapshot()?;
+        let deltas = settled.since(&parked, &self.cpus);
+        let on_cpu_ns = deltas.workers.iter().map(|w| w.on_cpu_ns.unwrap_or(0)).sum();
+        let faults = deltas.workers.iter().map(|w| w.iterations * self.per_iteration).sum();
+        Ok((on_cpu_ns, faults, settled))
     }
 
     /// What the figures of a slice need besides the counters.
