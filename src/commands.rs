@@ -83,6 +83,16 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
     Ok(exit_status(&report, write_failed, rewritten, kept))
 }
 
+/// `--check-args CPUS`: the run's arguments checked as `main_job` checks them, for a machine
+/// whose CPUs are 0..CPUS (a guest not yet booted), and nothing else done: exit 0 or 2.
+pub fn check_args(args: &crate::cli::RunArgs, cpus: usize) -> Result<ExitCode> {
+    if cpus == 0 {
+        return Err(usage::usage(anyhow::anyhow!("--check-args 0: give the CPU count of the machine that will run")));
+    }
+    RunOptions::from_args(args, &(0..cpus).collect::<Vec<_>>()).map_err(usage::usage)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Where a run's measurements are, said beside an error removing its cgroups.
 enum Kept {
     Written,

@@ -360,6 +360,12 @@ fn kernel_ab_refuses_bad_arguments_before_booting() {
         (vec!["--mem", "10", a, a, "--"], env(&out), "at least 512"),
         (vec![a, a, "--"], env(&vmlinux), "KERNEL_AB_OUT"),
         (vec![a, a, "--"], vec![("KERNEL_AB_OUT", os(&out)), ("FAULTSCALE", "/bin/true".into())], "is not faultscale"),
+        // faultscale's own arguments, parsed by the binary before any boot (issue 29).
+        (vec![a, a, "--", "--duration", "0"], env(&out), "ARGS: --duration \"0\""),
+        (vec![a, a, "--", "--bogus-option"], env(&out), "'--bogus-option'"),
+        (vec![a, a, "--", "--json", "/tmp/x"], env(&out), "kernel-ab writes each guest's JSON itself"),
+        // ... for the guest's CPUs, not this machine's: --smp 2 has no CPU 2.
+        (vec![a, a, "--", "--cpus", "2"], env(&out), "--cpus 2: CPU 2 is not in"),
     ] {
         let (code, stderr) = run(&args, env);
         assert_eq!(code, Some(2), "{args:?}: {stderr}");
