@@ -108,6 +108,8 @@ struct Outputs {
     samples: Option<Sink>,
     per_cpu: bool,
     profile_dir: Option<std::path::PathBuf>,
+    /// The lock that marks --profile-dir as this run's (`claim_directory`), held to the end.
+    _profile_claim: Option<std::fs::File>,
     checkpoint_failed: bool,
     /// Per sink (csv, json, samples): a checkpoint put slices on disk, so the final write must
     /// replace them even when a stop signal left no round complete.
@@ -125,6 +127,11 @@ impl Outputs {
             samples: open("--samples-csv", &options.samples_csv)?,
             per_cpu: options.per_cpu,
             profile_dir: options.plan.profile_dir.clone(),
+            _profile_claim: match &options.plan.profile_dir {
+                Some(dir) => export::claim_directory(dir)
+                    .map_err(|e| usage::usage(anyhow::anyhow!("--profile-dir {}: {e}", dir.display())))?,
+                None => None,
+            },
             checkpoint_failed: false,
             checkpointed: [false; 3],
         };

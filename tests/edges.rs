@@ -39,3 +39,38 @@ fn fault_signals_and_sigusr1_sent_by_kill_stop_the_run_like_sigterm() {
         assert_eq!(run_dirs_in(dir.path()), Vec::<std::ffi::OsString>::new(), "signal {sig} left the run's directory");
     }
 }
+
+/// Two runs with one --profile-dir: the second is refused before it starts (exit 2), as an
+/// output file another run writes is, however the directory is spelled and whether it exists
+/// yet. Before, both said "wrote 5 profile files" and the last to finish replaced the other's.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_profile_dir_another_live_run_writes_is_refused() {
+    let _serial = needs_root();
+    if !perf_events_available() {
+        return;
+    }
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("flames");
+    let first = spawn(&["--base", BASE, "--duration", "30", "-q", "--profile-dir", profile.to_str().unwrap()]);
+    let pid = first.id();
+    wait_running(&base, pid);
+    let respelled = dir.path().join(".").join("flames/");
+    for spelling in [profile.clone(), respelled] {
+        let (second, output) = run(&["--base", BASE, "--duration", "0.2", "--profile-dir", spelling.to_str().unwrap()]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{}: {stderr}", spelling.display());
+        assert!(stderr.contains("another faultscale run writes its profile into this directory"), "{stderr}");
+        assert!(trees_of(&base, second).is_empty());
+    }
+    signal(pid, libc::SIGTERM);
+    let output = first.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
+    assert_eq!(output.status.code(), Some(143), "{}", text(&output.stderr));
+    // Once the first run is gone, the directory is free again.
+    let (_, output) =
+        run(&["--base", BASE, "--duration", "0.2", "--slices", "1", "--profile-dir", profile.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("profile files in"), "{}", text(&output.stderr));
+}

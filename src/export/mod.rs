@@ -10,7 +10,7 @@ pub mod plot;
 mod sink;
 pub mod table;
 
-pub use sink::Sink;
+pub use sink::{Sink, claim_directory};
 
 use std::io::Write;
 use std::path::PathBuf;
