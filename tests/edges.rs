@@ -74,3 +74,63 @@ fn a_profile_dir_another_live_run_writes_is_refused() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(text(&output.stderr).contains("profile files in"), "{}", text(&output.stderr));
 }
+
+/// A --tmpdir with too few free inodes for the run's files (a tmpfs with nr_inodes=3 or 4, in
+/// the test's own mount namespace) is refused before anything is created, exit 2; one inode
+/// more runs. Before, the directory probe passed and every slice failed (exit 1).
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_tmpdir_without_inodes_for_every_task_is_refused_up_front() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    // Two tasks: the run's directory, its boot-id file and two files need 4 inodes, the
+    // tmpfs's root takes one.
+    for (inodes, code) in [(3, 2), (4, 2), (5, 0)] {
+        let script = format!(
+            "mount -t tmpfs -o nr_inodes={inodes} fsinodes {small} && exec {bin} --base {BASE} --workload page_fault3 --tmpdir {small} --tasks 2 --duration 0.2 --slices 1 -q",
+            small = small.display(),
+            bin = binary().display()
+        );
+        let (pid, output) = run_unshared(&script);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "nr_inodes={inodes}: {stderr}");
+        if code == 2 {
+            assert!(stderr.contains("free inodes, and the run needs 4") && stderr.lines().count() == 1, "{stderr}");
+        }
+        assert_nothing_left(&base, pid);
+    }
+}
+
+/// `sh -c script` in a mount namespace of its own; the pid is the script's, which `exec`s
+/// faultscale (so the run's trees carry it).
+fn run_unshared(script: &str) -> (u32, std::process::Output) {
+    let child = std::process::Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    (pid, child.wait_with_output().unwrap())
+}
+
+/// A profile whose name cannot be a directory name (5,000 characters) is refused with the
+/// other usage errors, exit 2, before any cgroup is made; before, mkdir failed with "File
+/// name too long" after the run began (exit 1).
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_profile_name_too_long_for_a_directory_is_refused_up_front() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("long.toml");
+    std::fs::write(&profile, format!("name = \"{}\"\n[[level]]\n", "a".repeat(5000))).unwrap();
+    let (pid, output) = run_clean(&base, &["--base", BASE, "--cgroup", profile.to_str().unwrap(), "--duration", "0.2"]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("5000 characters long") && stderr.lines().count() == 1, "{stderr}");
+    assert!(trees_of(&base, pid).is_empty());
+}
