@@ -134,3 +134,60 @@ fn a_profile_name_too_long_for_a_directory_is_refused_up_front() {
     assert!(stderr.contains("5000 characters long") && stderr.lines().count() == 1, "{stderr}");
     assert!(trees_of(&base, pid).is_empty());
 }
+
+/// A directory named like a run's in `parent`, and (when `hold`) the lock its live run holds.
+fn fake_run_directory(parent: &std::path::Path, name: &str, hold: bool) -> (std::path::PathBuf, Option<std::fs::File>) {
+    use std::os::fd::AsRawFd;
+    let dir = parent.join(name);
+    std::fs::create_dir(&dir).unwrap();
+    let lock = hold.then(|| {
+        let file = std::fs::File::open(&dir).unwrap();
+        // The lock a live run holds on its directory (flock, as the run takes it).
+        assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) }, 0);
+        file
+    });
+    (dir, lock)
+}
+
+/// `cleanup` names a live run's file directory it keeps, and exits 1 as for anything kept
+/// (the dry run too); before, the directory was kept unlisted and the exit was 0.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn cleanup_names_a_live_runs_file_directory_and_exits_1() {
+    let _serial = needs_root();
+    let scratch = tempfile::tempdir().unwrap();
+    let (live, _lock) = fake_run_directory(scratch.path(), "faultscale-4242-0000beef", true);
+    let tmpdir = scratch.path().to_str().unwrap();
+    for extra in [&["--tmpdir", tmpdir][..], &["--dry-run", "--tmpdir", tmpdir]] {
+        let output = cleanup(extra);
+        let stdout = text(&output.stdout);
+        assert_eq!(output.status.code(), Some(1), "{extra:?}: {stdout}{}", text(&output.stderr));
+        let kept = format!("kept {}: its run is still alive", live.display());
+        assert!(stdout.contains(&kept), "{extra:?}: {kept} in {stdout}");
+        assert!(live.is_dir());
+    }
+}
+
+/// Without root, `cleanup --dry-run` says a leftover would be removed only by root and exits 1,
+/// as the real cleanup would fail; before, it said "would remove" and exited 0.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn cleanup_dry_run_without_root_says_removal_needs_root() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let _serial = needs_root();
+    let scratch = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(scratch.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (dead, _) = fake_run_directory(scratch.path(), "faultscale-4243-0000cafe", false);
+    let base = runs_dir();
+    let output = std::process::Command::new(binary())
+        .args(["cleanup", "--dry-run", "--base", base.to_str().unwrap(), "--tmpdir", scratch.path().to_str().unwrap()])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{}", text(&output.stderr));
+    assert!(stdout.contains(&format!("would remove {}, as root: removing it needs root", dead.display())), "{stdout}");
+    assert!(dead.is_dir(), "a dry run removed it");
+}
