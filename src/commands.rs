@@ -26,6 +26,9 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
     let plan = &options.plan;
     run::require_root("measuring")?;
     let detected = cgroup::detect()?;
+    if let Ok(hierarchy) = detected.memory_hierarchy(plan.version) {
+        cgroup::base::refuse_read_only(&hierarchy, &plan.base)?;
+    }
     if plan.base == BaseSpec::New
         && cgroup::base::systemd_manages()
         && detected.memory_hierarchy(plan.version)?.version == Version::V2

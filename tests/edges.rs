@@ -191,3 +191,52 @@ fn cleanup_dry_run_without_root_says_removal_needs_root() {
     assert!(stdout.contains(&format!("would remove {}, as root: removing it needs root", dead.display())), "{stdout}");
     assert!(dead.is_dir(), "a dry run removed it");
 }
+
+/// `sh -c script` in a mount namespace of its own where the cgroup `--base new` builds in is
+/// bound onto itself read-only (the machine's cgroupfs is never remounted).
+fn on_read_only_cgroup(script: &str) -> (u32, std::process::Output) {
+    let dir = runs_dir();
+    let dir = dir.display();
+    run_unshared(&format!("mount --bind {dir} {dir} && mount -o remount,bind,ro {dir} && {script}"))
+}
+
+/// On a read-only cgroupfs `env` says so, advises no `--base new` (made there too) and exits
+/// 1; a run is refused before anything is made, exit 2, as for any base that cannot hold it.
+/// Before, env advised `--base new`, which failed the same way, and the run exited 1.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn env_and_runs_on_a_read_only_cgroupfs_say_so() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let bin = binary();
+    let (_, output) = on_read_only_cgroup(&format!("exec {} env --base new", bin.display()));
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{}", text(&output.stderr));
+    assert!(stdout.contains("is on a read-only mount"), "{stdout}");
+    assert!(!stdout.contains("faultscale --base new"), "advises a base that fails alike: {stdout}");
+    for args in ["--base new", "--base self"] {
+        let (pid, output) = on_read_only_cgroup(&format!("exec {} {args} --duration 0.2 --slices 1", bin.display()));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args}: {stderr}");
+        assert!(stderr.contains("read-only mount") && stderr.lines().count() == 1, "{args}: {stderr}");
+        assert_nothing_left(&base, pid);
+    }
+}
+
+/// `env --base new` names the cgroup the run uses (`...-new`, made in the one found), and the
+/// NUMA line gives a count: `numa nodes: 0` read as no node at all.
+#[test]
+fn env_names_the_new_base_and_counts_numa_nodes() {
+    let output = std::process::Command::new(binary()).args(["env", "--base", "new"]).output().unwrap();
+    let stdout = text(&output.stdout);
+    let line =
+        |label: &str| stdout.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("{label} in {stdout}"));
+    assert!(line("base (new):").contains("faultscale-<pid>-<nonce>-new, a cgroup the run makes in "), "{stdout}");
+    let nodes = line("numa nodes:").trim_start_matches("numa nodes:").trim();
+    let online = std::fs::read_to_string("/sys/devices/system/node/online").unwrap_or_default();
+    if !online.trim().is_empty() {
+        let (count, list) = nodes.split_once(' ').unwrap_or_else(|| panic!("{nodes}"));
+        assert!(count.parse::<usize>().unwrap() >= 1, "{nodes}");
+        assert!(list == format!("(node {})", online.trim()) || list == format!("(nodes {})", online.trim()), "{nodes}");
+    }
+}

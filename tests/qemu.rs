@@ -216,7 +216,7 @@ fn topology_assertions(dir: &Path) {
 
     // env (run in the first session) says what sysfs says.
     let env = read(dir, "env.out");
-    assert!(env.contains("numa nodes:           0-1"), "{env}");
+    assert!(env.contains("numa nodes:           2 (nodes 0-1)"), "{env}");
     assert!(env.contains("smt active:           1"), "{env}");
     for (cpu, (package, core, siblings)) in &sysfs {
         let fact = format!("cpu{cpu}: package {package} core {core} siblings {siblings}");
