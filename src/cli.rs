@@ -218,6 +218,11 @@ pub struct RunArgs {
     /// Print no table, only warnings and errors
     #[arg(long, short)]
     pub quiet: bool,
+
+    /// Check the run's arguments as for a machine of CPUS CPUs and exit, creating nothing:
+    /// scripts/kernel-ab's dry parse of what a guest will run, before it boots one
+    #[arg(long, value_name = "CPUS", hide = true)]
+    pub check_args: Option<usize>,
 }
 
 // The values of the enum flags. Each maps to an engine type of the same meaning (options.rs), so

@@ -26,6 +26,9 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
     let plan = &options.plan;
     run::require_root("measuring")?;
     let detected = cgroup::detect()?;
+    if let Ok(hierarchy) = detected.memory_hierarchy(plan.version) {
+        cgroup::base::refuse_read_only(&hierarchy, &plan.base)?;
+    }
     if plan.base == BaseSpec::New
         && cgroup::base::systemd_manages()
         && detected.memory_hierarchy(plan.version)?.version == Version::V2
@@ -82,6 +85,16 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
     Ok(exit_status(&report, write_failed, kept))
 }
 
+/// `--check-args CPUS`: the run's arguments checked as `main_job` checks them, for a machine
+/// whose CPUs are 0..CPUS (a guest not yet booted), and nothing else done: exit 0 or 2.
+pub fn check_args(args: &crate::cli::RunArgs, cpus: usize) -> Result<ExitCode> {
+    if cpus == 0 {
+        return Err(usage::usage(anyhow::anyhow!("--check-args 0: give the CPU count of the machine that will run")));
+    }
+    RunOptions::from_args(args, &(0..cpus).collect::<Vec<_>>()).map_err(usage::usage)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Where a run's measurements are, said beside an error removing its cgroups.
 enum Kept {
     Written,
@@ -97,6 +110,8 @@ struct Outputs {
     samples: Option<Sink>,
     per_cpu: bool,
     profile_dir: Option<std::path::PathBuf>,
+    /// The lock that marks --profile-dir as this run's (`claim_directory`), held to the end.
+    _profile_claim: Option<std::fs::File>,
     checkpoint_failed: bool,
     /// Per sink (csv, json, samples): a checkpoint put slices on disk, so the final write must
     /// replace them even when a stop signal left no round complete.
@@ -114,6 +129,11 @@ impl Outputs {
             samples: open("--samples-csv", &options.samples_csv)?,
             per_cpu: options.per_cpu,
             profile_dir: options.plan.profile_dir.clone(),
+            _profile_claim: match &options.plan.profile_dir {
+                Some(dir) => export::claim_directory(dir)
+                    .map_err(|e| usage::usage(anyhow::anyhow!("--profile-dir {}: {e}", dir.display())))?,
+                None => None,
+            },
             checkpoint_failed: false,
             checkpointed: [false; 3],
         };

@@ -58,10 +58,13 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        None => run::cpus::allowed().and_then(|allowed| {
-            let options = RunOptions::from_args(&cli.run, &allowed).map_err(usage::usage)?;
-            commands::main_job(&options, &allowed)
-        }),
+        None => match cli.run.check_args {
+            Some(cpus) => commands::check_args(&cli.run, cpus),
+            None => run::cpus::allowed().and_then(|allowed| {
+                let options = RunOptions::from_args(&cli.run, &allowed).map_err(usage::usage)?;
+                commands::main_job(&options, &allowed)
+            }),
+        },
         Some(Command::Env { cgroup_version, base }) => commands::env(cgroup_version.into(), &base),
         Some(Command::Profiles { name, cgroup_version }) => commands::profiles(name.as_deref(), cgroup_version.into()),
         Some(Command::Compare { base, new, format, force }) => commands::compare(&base, &new, format.into(), force),

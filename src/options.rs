@@ -23,6 +23,10 @@ const AUTO_SLICE_S: f64 = 0.1;
 /// The shortest slice: below it the freeze and thaw are a visible part of the slice.
 const MIN_SLICE: Duration = Duration::from_millis(50);
 
+/// The longest placement name: within NAME_MAX (255) with the run's `faultscale-<pid>-<nonce>-`
+/// before it and a flame graph's `-<N>tasks-vs-root.svg` after it.
+const MAX_NAME: usize = 200;
+
 /// Most tasks one measurement forks: far beyond any CPU count, short of exhausting pids.
 pub const MAX_TASKS: usize = 4096;
 
@@ -78,6 +82,7 @@ impl RunOptions {
         check_turns(&timing, &task_counts, cpus.len())?;
         let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
         let memory = WorkloadMemory::from_args(args, page_size)?;
+        check_inodes(args, &memory.tmpdir, task_counts.iter().max().copied().unwrap_or(1))?;
         let profile_dir = profile_dir(args)?;
         check_one_stdout(args)?;
 
@@ -134,6 +139,15 @@ fn placements(args: &RunArgs) -> Result<Vec<Placement>> {
     }
     if args.no_baseline && placements.iter().any(|p| p.control) {
         bail!("--cgroup control with --no-baseline: the control is checked against the baseline; drop one of them");
+    }
+    // A name is part of a directory name (`faultscale-<pid>-<nonce>-<name>`, and the flame
+    // graphs' file names): past NAME_MAX the mkdir would fail after the run began.
+    if let Some(long) = placements.iter().find(|p| p.name.len() > MAX_NAME) {
+        bail!(
+            "--cgroup {:?}: the name is {} characters long; a placement's directory takes at most {MAX_NAME}: shorten the profile's name",
+            long.profile.as_deref().unwrap_or("").chars().take(60).collect::<String>(),
+            long.name.len()
+        );
     }
     // The baseline's names are taken: a profile called root would make two "root" rows.
     if let Some(clash) =
@@ -343,6 +357,25 @@ impl WorkloadMemory {
         }
         Ok(WorkloadMemory { chunk_bytes, size_bytes, tmpdir })
     }
+}
+
+/// A file workload's inodes: its directory, its boot-id file and one file per task. A
+/// filesystem that has fewer free (a tmpfs with nr_inodes=4) passes the directory probe and
+/// then fails every slice; one that counts no inodes (f_files 0, btrfs) is not judged.
+fn check_inodes(args: &RunArgs, tmpdir: &Path, tasks: usize) -> Result<()> {
+    if !WorkloadKind::from(args.workload).needs_files() {
+        return Ok(());
+    }
+    let Ok(stat) = nix::sys::statvfs::statvfs(tmpdir) else { return Ok(()) };
+    let needed = 2 + tasks as u64;
+    if stat.files() > 0 && (stat.files_available() as u64) < needed {
+        bail!(
+            "--tmpdir {}: {} free inodes, and the run needs {needed} (its directory, a boot-id file and a file per task); give a directory with more free inodes",
+            tmpdir.display(),
+            stat.files_available()
+        );
+    }
+    Ok(())
 }
 
 /// `--profile-dir`: a directory, or a path where one can be made, checked writable before

@@ -216,7 +216,7 @@ fn topology_assertions(dir: &Path) {
 
     // env (run in the first session) says what sysfs says.
     let env = read(dir, "env.out");
-    assert!(env.contains("numa nodes:           0-1"), "{env}");
+    assert!(env.contains("numa nodes:           2 (nodes 0-1)"), "{env}");
     assert!(env.contains("smt active:           1"), "{env}");
     for (cpu, (package, core, siblings)) in &sysfs {
         let fact = format!("cpu{cpu}: package {package} core {core} siblings {siblings}");
@@ -246,6 +246,9 @@ fn topology_assertions(dir: &Path) {
     assert!(rows.iter().all(|r| number(r, "faults_per_sec") > 0.0));
     assert_eq!(read(dir, "leftover_cgroups.txt").trim(), "", "faultscale cgroups left");
 }
+
+/// What the argument checks take for a vmlinux: an ELF file with the kernel's banner.
+const FAKE_VMLINUX: &[u8] = b"\x7fELF and no kernel but its banner: Linux version 6.1.0-test (nobody@nowhere)";
 
 /// A script's run that must stop at its argument checks: its exit code and stderr.
 fn refused(script: &str, args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> (Option<i32>, String) {
@@ -293,6 +296,13 @@ fn qemu_guest_refuses_bad_arguments_before_booting() {
         (vec![s(package), p(&out), p(&dir.join("missing.sh")), p(&binary)], "JOB"),
         (vec![s(package), p(&out), p(&job), p(&dir.join("missing"))], "BINARY"),
         (vec![s(package), p(&file), p(&job), p(&binary)], "OUTDIR"),
+        // What QEMU or the guest could never take, refused before the boot (issue 29).
+        ([vec![s("--smp"), s("100000")], positional(s(package))].concat(), "more than QEMU's q35 machine takes"),
+        ([vec![s("--smp"), s("99999999999999999999")], positional(s(package))].concat(), "far more than a guest"),
+        ([vec![s("--smp"), s("4,sockets=3")], positional(s(package))].concat(), "4 CPUs do not split as sockets=3"),
+        ([vec![s("--mem"), s("999999999")], positional(s(package))].concat(), "more than this machine's"),
+        (vec![s(package), s("/proc/nope"), p(&job), p(&binary)], "OUTDIR /proc/nope cannot be made"),
+        (positional(p(&binary)), "is an ELF file but no Linux kernel"),
     ];
     for (args, message) in cases {
         let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
@@ -303,11 +313,19 @@ fn qemu_guest_refuses_bad_arguments_before_booting() {
     }
     // --check: arguments that pass, and still nothing made.
     let vmlinux = dir.join("vmlinux");
-    std::fs::write(&vmlinux, b"\x7fELF and no kernel").unwrap();
+    std::fs::write(&vmlinux, FAKE_VMLINUX).unwrap();
     let args = [OsStr::new("--check"), vmlinux.as_os_str(), out.as_os_str(), job.as_os_str(), binary.as_os_str()];
     let (code, stderr) = refused("scripts/qemu-guest", &args, &[]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!out.exists(), "--check made OUTDIR");
+    // A topology QEMU completes (threads=1 filled in) passes, and --check prints the CPU count.
+    let smp = [OsStr::new("--smp"), OsStr::new("sockets=2,cores=2")];
+    let output = Command::new(root().join("scripts/qemu-guest")).args(smp).args(args).output().unwrap();
+    assert_eq!((output.status.code(), text(&output.stdout).trim()), (Some(0), "4"), "{}", text(&output.stderr));
+    assert!(
+        !out.exists() && files_in(dir).iter().all(|n| !n.to_string_lossy().contains("check")),
+        "--check left a probe"
+    );
 }
 
 /// kernel-ab checks both kernels, the binary and its output directory before the first boot.
@@ -316,7 +334,7 @@ fn kernel_ab_refuses_bad_arguments_before_booting() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
     let vmlinux = dir.join("vmlinux");
-    std::fs::write(&vmlinux, b"\x7fELF and no kernel").unwrap();
+    std::fs::write(&vmlinux, FAKE_VMLINUX).unwrap();
     let junk = dir.join("junk.bin");
     std::fs::write(&junk, "not a kernel").unwrap();
     let out = dir.join("kab");
@@ -342,6 +360,12 @@ fn kernel_ab_refuses_bad_arguments_before_booting() {
         (vec!["--mem", "10", a, a, "--"], env(&out), "at least 512"),
         (vec![a, a, "--"], env(&vmlinux), "KERNEL_AB_OUT"),
         (vec![a, a, "--"], vec![("KERNEL_AB_OUT", os(&out)), ("FAULTSCALE", "/bin/true".into())], "is not faultscale"),
+        // faultscale's own arguments, parsed by the binary before any boot (issue 29).
+        (vec![a, a, "--", "--duration", "0"], env(&out), "ARGS: --duration \"0\""),
+        (vec![a, a, "--", "--bogus-option"], env(&out), "'--bogus-option'"),
+        (vec![a, a, "--", "--json", "/tmp/x"], env(&out), "kernel-ab writes each guest's JSON itself"),
+        // ... for the guest's CPUs, not this machine's: --smp 2 has no CPU 2.
+        (vec![a, a, "--", "--cpus", "2"], env(&out), "--cpus 2: CPU 2 is not in"),
     ] {
         let (code, stderr) = run(&args, env);
         assert_eq!(code, Some(2), "{args:?}: {stderr}");

@@ -147,6 +147,9 @@ pub fn systemd_manages() -> bool {
 pub enum BaseProblem {
     NotRoot,
     NotWritable(PathBuf),
+    /// On a read-only mount (a container's cgroupfs): no cgroup can be made in it, and
+    /// `--base new` would be made in it too.
+    ReadOnly(PathBuf),
     /// v2: the parent's cgroup.subtree_control lacks memory.
     MemoryNotEnabled,
     /// v2 below the root: processes faultscale did not start live here, so it cannot give
@@ -172,6 +175,11 @@ impl fmt::Display for BaseProblem {
             BaseProblem::NotWritable(base) => {
                 write!(f, "{} is not writable here (read-only cgroupfs or no permission)", base.display())
             }
+            BaseProblem::ReadOnly(base) => write!(
+                f,
+                "{} is on a read-only mount (as a container's cgroupfs often is): no cgroup can be made in it; run where the cgroupfs is mounted read-write",
+                base.display()
+            ),
             BaseProblem::MemoryNotEnabled => {
                 f.write_str("memory is not enabled for this cgroup: its parent's cgroup.subtree_control lacks +memory")
             }
@@ -197,6 +205,7 @@ pub fn what_works(hierarchy: &Hierarchy, base: &Path, problems: &[BaseProblem]) 
     if let Some(problem) = problems.iter().find(|p| p.blocks_every_run()) {
         return match problem {
             BaseProblem::NotRoot => "nothing until run as root: sudo faultscale ...".into(),
+            BaseProblem::ReadOnly(_) => "nothing while its cgroupfs is mounted read-only (any base there alike)".into(),
             _ => format!("nothing here; run: {way_out}"),
         };
     }
@@ -234,6 +243,29 @@ pub fn memory_delegated(dir: &Path) -> Result<bool> {
     cgfs::lists(&dir.join("cgroup.subtree_control"), "memory")
 }
 
+/// Whether `path` is on a mount made read-only (per mount: a bind mount's `ro`, whatever its
+/// superblock's options say).
+pub fn read_only(path: &Path) -> bool {
+    nix::sys::statvfs::statvfs(path).is_ok_and(|s| s.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
+}
+
+/// A base on a read-only mount cannot hold the run: refused before anything is made (exit 2),
+/// as `env` says. Other faults of the base are found where the run resolves it.
+pub fn refuse_read_only(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<()> {
+    let label = match spec {
+        BaseSpec::Root => "root",
+        BaseSpec::OwnCgroup => "self",
+        BaseSpec::New => "new",
+        BaseSpec::Path(path) => path,
+    };
+    match resolve_base(hierarchy, spec) {
+        Ok(base) if read_only(&base) => {
+            Err(InputError::mark(anyhow::anyhow!("--base {label}: {}", BaseProblem::ReadOnly(base))))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Every reason a run under `base` would fail or be limited.
 pub fn problems(hierarchy: &Hierarchy, base: &Path, is_root: bool) -> Vec<BaseProblem> {
     let mut problems = Vec::new();
@@ -242,7 +274,9 @@ pub fn problems(hierarchy: &Hierarchy, base: &Path, is_root: bool) -> Vec<BasePr
     }
     let c_path = std::ffi::CString::new(base.as_os_str().as_encoded_bytes()).unwrap_or_default();
     // SAFETY: a valid C string.
-    if unsafe { libc::access(c_path.as_ptr(), libc::W_OK) } != 0 {
+    if read_only(base) {
+        problems.push(BaseProblem::ReadOnly(base.to_path_buf()));
+    } else if unsafe { libc::access(c_path.as_ptr(), libc::W_OK) } != 0 {
         problems.push(BaseProblem::NotWritable(base.to_path_buf()));
     }
     match hierarchy.version {

@@ -11,7 +11,7 @@ mod resolution;
 mod sink;
 pub mod table;
 
-pub use sink::Sink;
+pub use sink::{Sink, claim_directory};
 
 use std::io::Write;
 use std::path::PathBuf;

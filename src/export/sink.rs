@@ -362,21 +362,39 @@ fn claim(destination: &Path) -> Result<Option<File>> {
             return Ok(None);
         }
     };
-    let offset = name_offset(name.as_bytes());
+    let taken = "another faultscale run is writing this file now, and the one to finish last would replace the other's results; give this run another name, or wait for that one to end";
+    Ok(hold(&dir, name_offset(name.as_bytes()), taken)?.then_some(dir))
+}
+
+/// Marks `dir` (a --profile-dir, made only at the end) as this run's until the returned lock
+/// closes, as `claim` marks a file: a lock on the root directory at an offset made from its
+/// absolute path (the nearest existing ancestor resolved, the rest as given), so two runs see
+/// each other whether the directory exists yet or not, however it is spelled.
+pub fn claim_directory(dir: &Path) -> Result<Option<File>> {
+    let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let existing = absolute.ancestors().find(|a| a.exists()).unwrap_or(Path::new("/"));
+    let rest = absolute.strip_prefix(existing).unwrap_or(Path::new(""));
+    let place = std::fs::canonicalize(existing).unwrap_or_else(|_| existing.to_path_buf()).join(rest);
+    let Ok(root) = File::open("/") else { return Ok(None) };
+    let taken = "another faultscale run writes its profile into this directory now, and the one to finish last would replace the other's flame graphs; give this run another directory, or wait for that one to end";
+    Ok(hold(&root, name_offset(place.as_os_str().as_bytes()), taken)?.then_some(root))
+}
+
+/// Takes a shared lock on byte `offset` of `dir` and refuses (`taken`) where another open
+/// file description holds one there; false where the filesystem has no such locks.
+fn hold(dir: &File, offset: i64, taken: &str) -> Result<bool> {
     let mut lock = byte_lock(libc::F_RDLCK, offset);
     // SAFETY: fcntl with a valid flock record on a descriptor we own.
     if unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_OFD_SETLK, &mut lock) } != 0 {
-        return Ok(None);
+        return Ok(false);
     }
     let mut probe = byte_lock(libc::F_WRLCK, offset);
     // SAFETY: as above; GETLK only fills in the record.
     let probed = unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_OFD_GETLK, &mut probe) } == 0;
     if probed && probe.l_type != libc::F_UNLCK as libc::c_short {
-        bail!(
-            "another faultscale run is writing this file now, and the one to finish last would replace the other's results; give this run another name, or wait for that one to end"
-        );
+        bail!("{taken}");
     }
-    Ok(Some(dir))
+    Ok(true)
 }
 
 fn byte_lock(kind: libc::c_int, offset: i64) -> libc::flock {

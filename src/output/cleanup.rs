@@ -7,9 +7,14 @@ use anyhow::Result;
 use crate::cgroup::cleanup::{self, Verdict};
 use crate::cgroup::{self, BaseSpec, VersionChoice};
 
+/// Said of what a dry run would remove without root, where the real run would remove nothing.
+const NEEDS_ROOT: &str = ", as root: removing it needs root (sudo faultscale cleanup)";
+
 /// Removes (or with `dry_run` lists) dead runs' trees under the base; returns whether the base
-/// is now free of them (false when one was kept or could not be removed).
+/// is now free of them (false when one was kept or could not be removed, or, in a dry run
+/// without root, when one would be removed: the real one could not).
 pub fn run(dry_run: bool, version: VersionChoice, base: &str) -> Result<bool> {
+    let root_user = nix::unistd::geteuid().is_root();
     let hierarchy = cgroup::detect()?.memory_hierarchy(version)?;
     let root = cgroup::resolve_base(&hierarchy, &BaseSpec::parse(base)?)?;
     if !dry_run {
@@ -32,7 +37,10 @@ pub fn run(dry_run: bool, version: VersionChoice, base: &str) -> Result<bool> {
                 kept = true;
                 out!("kept {path}: {} still has processes", dir.display())
             }
-            Verdict::Removable if dry_run => out!("would remove {path}"),
+            Verdict::Removable if dry_run => {
+                kept |= !root_user;
+                out!("would remove {path}{}", if root_user { "" } else { NEEDS_ROOT })
+            }
             Verdict::Removable => match cleanup::remove(&leftover) {
                 Ok(()) => out!("removed {path}"),
                 Err(e) => {
@@ -47,9 +55,10 @@ pub fn run(dry_run: bool, version: VersionChoice, base: &str) -> Result<bool> {
 
 /// Removes (or lists) run directories a dead file-workload run left in `tmpdir`; returns
 /// whether the directory is now free of them (false when one could not be removed, or is
-/// another kernel's: kept and named).
+/// another kernel's, or a live run's: kept and named; in a dry run without root, one to remove).
 pub fn run_directories(dry_run: bool, tmpdir: &Path) -> bool {
     use crate::run::files::Found;
+    let root_user = nix::unistd::geteuid().is_root();
     let mut clean = true;
     for found in crate::run::files::leftovers(tmpdir) {
         let dir = match found {
@@ -58,10 +67,16 @@ pub fn run_directories(dry_run: bool, tmpdir: &Path) -> bool {
                 clean = false;
                 continue;
             }
+            Found::Live(dir) => {
+                out!("kept {}: its run is still alive (it holds the directory's lock)", dir.display());
+                clean = false;
+                continue;
+            }
             Found::Leftover(dir) => dir,
         };
         if dry_run {
-            out!("would remove {}", dir.display());
+            clean &= root_user;
+            out!("would remove {}{}", dir.display(), if root_user { "" } else { NEEDS_ROOT });
             continue;
         }
         match std::fs::remove_dir_all(&dir) {

@@ -10,6 +10,27 @@ fn line(label: &str, value: impl std::fmt::Display) {
     out!("{:<22}{value}", format!("{label}:"));
 }
 
+/// A mount's own read-only flag, before its superblock's options (`rw,memory` on a bind mount
+/// made read-only is the superblock's word, not the mount's).
+fn mounted(hierarchy: &cgroup::Hierarchy) -> &'static str {
+    if cgroup::base::read_only(&hierarchy.mount_point) { "mounted read-only; superblock " } else { "" }
+}
+
+/// The base as a run uses it: `--base new` is a cgroup the run makes in the one found.
+fn base_line(hierarchy: &cgroup::Hierarchy, path: &std::path::Path, base: &str) -> String {
+    let found = format!("{} ({})", hierarchy.cgroup_path(path), path.display());
+    if base == "new" { format!("faultscale-<pid>-<nonce>-new, a cgroup the run makes in {found}") } else { found }
+}
+
+/// The node list (`0`, `0-1`) as a count with the list: `0` alone read as no node at all.
+fn node_count(list: &str) -> String {
+    match crate::text::parse_cpu_list(list) {
+        Ok(nodes) if nodes.len() == 1 => format!("1 (node {list})"),
+        Ok(nodes) => format!("{} (nodes {list})", nodes.len()),
+        Err(_) => list.to_string(),
+    }
+}
+
 /// Prints everything; returns whether the base is usable.
 pub fn print(version: VersionChoice, base: &str) -> Result<bool> {
     let detected = cgroup::detect()?;
@@ -17,7 +38,7 @@ pub fn print(version: VersionChoice, base: &str) -> Result<bool> {
     match &detected.v1_memory {
         Some(h) => line(
             "v1 memory mount",
-            format!("{} ({}; this process in {})", h.mount_point.display(), h.mount_options, h.own_path),
+            format!("{} ({}{}; this process in {})", h.mount_point.display(), mounted(h), h.mount_options, h.own_path),
         ),
         None => line("v1 memory mount", "none"),
     }
@@ -25,8 +46,9 @@ pub fn print(version: VersionChoice, base: &str) -> Result<bool> {
         Some(h) => line(
             "cgroup2 mount",
             format!(
-                "{} ({}; this process in {}), controllers: {}",
+                "{} ({}{}; this process in {}), controllers: {}",
                 h.mount_point.display(),
+                mounted(h),
                 h.mount_options,
                 h.own_path,
                 if detected.v2_controllers.is_empty() { "none".into() } else { detected.v2_controllers.join(" ") }
@@ -41,7 +63,7 @@ pub fn print(version: VersionChoice, base: &str) -> Result<bool> {
     let usable = match &resolved {
         Ok((h, path)) => {
             line("memory used from", format!("cgroup {} at {}", h.version, h.mount_point.display()));
-            line(&format!("base ({base})"), format!("{} ({})", h.cgroup_path(path), path.display()));
+            line(&format!("base ({base})"), base_line(h, path, base));
             let controllers = match h.version {
                 Version::V2 => cgroup::fs::words(&path.join("cgroup.controllers")).unwrap_or_default().join(" "),
                 Version::V1 => "memory (v1 hierarchy)".into(),
@@ -68,6 +90,7 @@ pub fn print(version: VersionChoice, base: &str) -> Result<bool> {
     line("THP defrag", selected_option(&read_line_or("/sys/kernel/mm/transparent_hugepage/defrag", "unavailable")));
     line("kernel", read_line_or("/proc/sys/kernel/osrelease", "unknown"));
     for (name, value) in crate::measure::machine::facts(&cpus::allowed()?) {
+        let value = if name == "numa_nodes" { node_count(&value) } else { value };
         line(&name.replace('_', " "), value);
     }
     line("perf_event_paranoid", read_line_or("/proc/sys/kernel/perf_event_paranoid", "no perf events"));

@@ -136,6 +136,8 @@ pub enum Found {
     /// Made by another kernel (another boot, or a guest sharing the directory): its lock means
     /// nothing here, so it is kept; `why` says so, with the boot id or what stands in its place.
     Kept { dir: PathBuf, why: String },
+    /// Its run is alive: it holds the directory's lock.
+    Live(PathBuf),
 }
 
 /// Run directories in `parent` that no live run of this kernel holds: named like a run's
@@ -151,13 +153,13 @@ pub fn leftovers(parent: &Path) -> Vec<Found> {
         .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
         .filter(|e| is_leftover_name(&e.path()))
         .map(|e| e.path())
-        .filter(|dir| {
-            std::fs::File::open(dir).is_ok_and(|f| {
-                // SAFETY: flock on a descriptor we own; released when `f` closes.
-                unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
-            })
+        .filter_map(|dir| {
+            let free = std::fs::File::open(&dir).ok()?;
+            // SAFETY: flock on a descriptor we own; released when `free` closes.
+            Some((unsafe { libc::flock(free.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }, dir))
         })
-        .map(|dir| match recorded_boot_id(&dir) {
+        .map(|(free, dir)| match recorded_boot_id(&dir) {
+            _ if !free => Found::Live(dir),
             Ok(None) => Found::Leftover(dir),
             Ok(Some(id)) if Some(&id) == this_boot.as_ref() => Found::Leftover(dir),
             Ok(Some(id)) => Found::Kept {
@@ -225,7 +227,7 @@ fn recorded_boot_id(dir: &Path) -> Result<Option<String>, String> {
 impl Found {
     pub fn dir(&self) -> &Path {
         match self {
-            Found::Leftover(dir) | Found::Kept { dir, .. } => dir,
+            Found::Leftover(dir) | Found::Kept { dir, .. } | Found::Live(dir) => dir,
         }
     }
 }
@@ -268,7 +270,12 @@ mod tests {
         for name in ["faultscale-2-0000abcd", "faultscale-3-xyz", "faultscale-notes", "other"] {
             std::fs::create_dir(parent.path().join(name)).unwrap();
         }
-        assert_eq!(leftovers(parent.path()), [Found::Leftover(parent.path().join("faultscale-2-0000abcd"))]);
+        // The live run's directory is found as such, to be kept and named.
+        let found = leftovers(parent.path());
+        assert_eq!(
+            found,
+            [Found::Live(live.path().to_path_buf()), Found::Leftover(parent.path().join("faultscale-2-0000abcd"))]
+        );
         drop(live);
     }
 
@@ -281,10 +288,10 @@ mod tests {
         std::fs::write(theirs.join(BOOT_ID_FILE), "0d7b3a44-0000-4000-8000-000000000000\n").unwrap();
         let ours = RunFiles::create(parent.path(), "faultscale-8-0000cafe", WorkloadKind::FileShared, 4096).unwrap();
         assert_eq!(std::fs::read_to_string(ours.path().join(BOOT_ID_FILE)).ok(), boot_id());
-        // Ours is held by its live run: not found at all.
+        // Ours is held by its live run: found as live, never to be removed.
         let found = leftovers(parent.path());
         assert!(
-            matches!(&found[..], [Found::Kept { dir, why }] if *dir == theirs && why.contains("boot id 0d7b3a44-0000-4000-8000-000000000000")),
+            matches!(&found[..], [Found::Kept { dir, why }, Found::Live(live)] if *dir == theirs && why.contains("boot id 0d7b3a44-0000-4000-8000-000000000000") && live == ours.path()),
             "{found:?}"
         );
         assert!(ours.path().exists() && !parent.path().join(".faultscale-8-0000cafe.new").exists());

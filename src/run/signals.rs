@@ -2,10 +2,14 @@
 //! (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR2, SIGALRM, the real-time signals, ...) only sets a
 //! flag, so every exit path goes through the same cleanup (workers killed and reaped, cgroups
 //! removed, unfinished files dropped). A second signal while cleaning up changes nothing: the
-//! first one is kept. Ctrl-Z (SIGTSTP and friends) stops the workers with the harness.
+//! first one is kept. Ctrl-Z (SIGTSTP and friends) stops the workers with the harness. The
+//! fault signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGTRAP) sent by another process are
+//! requests like SIGTERM; raised by the kernel for a fault of the harness's own they still
+//! kill it. SIGUSR1, the workers' start signal, is blocked in the workers only.
 //!
 //! Only a run installs these; `compare`, `plot` and the listings keep the default behaviour.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, sigaction, sigprocmask};
@@ -25,6 +29,41 @@ extern "C" fn note_signal(signal: libc::c_int) {
     let _ = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
     LATEST.store(signal, Ordering::SeqCst);
     DELIVERED.fetch_add(1, Ordering::SeqCst);
+}
+
+/// The actions the fault signals had before the run's: Rust's stack-overflow handler (SIGSEGV,
+/// SIGBUS) or the default. A real fault goes back to it, and so does every worker.
+static BEFORE_RUN: OnceLock<Vec<(libc::c_int, libc::sigaction)>> = OnceLock::new();
+
+/// A fault signal: si_code <= 0 is one sent by a process (kill, sigqueue, tgkill: SI_USER,
+/// SI_QUEUE, SI_TKILL), a request to stop; above 0 the kernel raised it for a fault here. Then
+/// the action from before the run is put back and the handler returns: the instruction faults
+/// again and that action kills the process (Rust's says first whether the stack overflowed).
+/// A trap and a seccomp SIGSYS do not repeat on return, so they are raised again.
+extern "C" fn note_fault(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+    if info.is_null() || unsafe { (*info).si_code } <= 0 {
+        note_signal(signal);
+        return;
+    }
+    restore_before_run(signal);
+    if signal == libc::SIGTRAP || signal == libc::SIGSYS {
+        // SAFETY: raise is async-signal-safe; the signal is blocked until this handler returns.
+        unsafe { libc::raise(signal) };
+    }
+}
+
+/// Puts back `signal`'s action from before the run (the default where none was recorded).
+/// Async-signal-safe: an atomic read of a list filled before any handler was installed.
+fn restore_before_run(signal: libc::c_int) {
+    let recorded = BEFORE_RUN.get().and_then(|all| all.iter().find(|(s, _)| *s == signal).map(|(_, a)| *a));
+    match recorded {
+        // SAFETY: an action read back from the kernel for this very signal.
+        Some(action) => unsafe {
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        },
+        None => set_raw(signal, libc::SIG_DFL),
+    }
 }
 
 extern "C" fn note_child(_: libc::c_int) {
@@ -58,10 +97,16 @@ const TERMINATING: [Signal; 14] = [
     Signal::SIGPWR,
 ];
 
+/// Signals the kernel raises for a fault of the process's own, which `kill` can send too.
+const FAULTS: [Signal; 6] =
+    [Signal::SIGSEGV, Signal::SIGBUS, Signal::SIGFPE, Signal::SIGILL, Signal::SIGSYS, Signal::SIGTRAP];
+
 /// Terminal stop requests: the harness stops the workers, then itself.
 const STOPPING: [Signal; 3] = [Signal::SIGTSTP, Signal::SIGTTIN, Signal::SIGTTOU];
 
-/// The signal that releases workers; blocked everywhere so workers can sigwait for it.
+/// The signal that releases workers; blocked in every worker (from its first step on) so it
+/// can sigwait for it. The harness catches it as a request to stop: it sends it to the
+/// workers' process group, never its own.
 pub const START_SIGNAL: Signal = Signal::SIGUSR1;
 
 /// Real-time signals terminate by default too; nix's Signal does not name them.
@@ -97,14 +142,36 @@ fn was_ignored(signal: libc::c_int) -> bool {
     (1..=64).contains(&signal) && IGNORED_AT_START.load(Ordering::SeqCst) & (1 << (signal - 1)) != 0
 }
 
+/// The current action of each fault signal, kept before the run's handlers replace them.
+fn record_before_run() {
+    let actions = FAULTS
+        .iter()
+        .map(|&signal| {
+            // SAFETY: reading the current action into a zeroed buffer of the right type.
+            let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+            unsafe { libc::sigaction(signal as libc::c_int, std::ptr::null(), &mut action) };
+            (signal as libc::c_int, action)
+        })
+        .collect();
+    let _ = BEFORE_RUN.set(actions);
+}
+
 pub fn install_for_run() {
     // No SA_RESTART: a sleeping sample wait must return EINTR so the run stops promptly.
     let action = SigAction::new(SigHandler::Handler(note_signal), SaFlags::empty(), SigSet::empty());
-    let catching = TERMINATING.iter().map(|&s| s as libc::c_int).chain(realtime_signals());
-    for signal in catching.filter(|&s| (1..=64).contains(&s) && ignored_now(s)) {
+    let caught = TERMINATING.iter().chain(&FAULTS).chain([&START_SIGNAL]).map(|&s| s as libc::c_int);
+    for signal in caught.chain(realtime_signals()).filter(|&s| (1..=64).contains(&s) && ignored_now(s)) {
         IGNORED_AT_START.fetch_or(1 << (signal - 1), Ordering::SeqCst);
     }
-    for signal in TERMINATING.into_iter().filter(|&s| !was_ignored(s as libc::c_int)) {
+    record_before_run();
+    // SA_ONSTACK: a real stack overflow's SIGSEGV must reach Rust's handler on its own stack.
+    let fault =
+        SigAction::new(SigHandler::SigAction(note_fault), SaFlags::SA_SIGINFO | SaFlags::SA_ONSTACK, SigSet::empty());
+    for signal in FAULTS.into_iter().filter(|&s| !was_ignored(s as libc::c_int)) {
+        // SAFETY: the handler touches atomics and async-signal-safe calls only.
+        unsafe { sigaction(signal, &fault) }.expect("installing a signal handler");
+    }
+    for signal in TERMINATING.into_iter().chain([START_SIGNAL]).filter(|&s| !was_ignored(s as libc::c_int)) {
         // SAFETY: the handler only touches an atomic.
         unsafe { sigaction(signal, &action) }.expect("installing a signal handler");
     }
@@ -121,9 +188,6 @@ pub fn install_for_run() {
     let child = SigAction::new(SigHandler::Handler(note_child), SaFlags::SA_NOCLDSTOP, SigSet::empty());
     // SAFETY: the handler only touches an atomic.
     unsafe { sigaction(Signal::SIGCHLD, &child) }.expect("installing the SIGCHLD handler");
-    let mut start = SigSet::empty();
-    start.add(START_SIGNAL);
-    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&start), None).expect("blocking the start signal");
 }
 
 /// Whether a child exited since the last call.
@@ -137,9 +201,20 @@ pub fn take_stop_request() -> bool {
 }
 
 /// In a freshly forked worker: every signal the harness catches acts as it did when faultscale
-/// started: by default, or ignored where it was ignored then (`nohup`).
+/// started: by default, or ignored where it was ignored then (`nohup`). A fault kills the
+/// worker the way it did before the run. The start signal is blocked first: it waits pending
+/// for the worker's sigwait.
 pub fn reset_in_worker() {
-    for signal in TERMINATING.into_iter().chain(STOPPING).chain([Signal::SIGCHLD]) {
+    let mut start = SigSet::empty();
+    start.add(START_SIGNAL);
+    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&start), None).expect("blocking the start signal");
+    for signal in FAULTS {
+        match was_ignored(signal as libc::c_int) {
+            true => set_raw(signal as libc::c_int, libc::SIG_IGN),
+            false => restore_before_run(signal as libc::c_int),
+        }
+    }
+    for signal in TERMINATING.into_iter().chain(STOPPING).chain([Signal::SIGCHLD, START_SIGNAL]) {
         let handler = if was_ignored(signal as libc::c_int) { SigHandler::SigIgn } else { SigHandler::SigDfl };
         // SAFETY: restoring the disposition faultscale started with.
         let _ = unsafe { sigaction(signal, &SigAction::new(handler, SaFlags::empty(), SigSet::empty())) };
