@@ -10,7 +10,7 @@ pub mod plot;
 mod sink;
 pub mod table;
 
-pub use sink::Sink;
+pub use sink::{Sink, stdout_closed_at_start};
 
 use std::io::Write;
 use std::path::PathBuf;
