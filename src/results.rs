@@ -90,8 +90,8 @@ const MIN_FIGURE: f64 = 1e-6;
 fn fact_text(value: &str) -> String {
     const MOST: usize = 200;
     match value.char_indices().nth(MOST) {
-        Some((end, _)) => format!("{}...", &value[..end]),
-        None => value.to_string(),
+        Some((end, _)) => format!("{}...", crate::text::escaped(&value[..end])),
+        None => crate::text::escaped(value).into_owned(),
     }
 }
 
@@ -127,8 +127,11 @@ const MACHINE_FACTS: [&str; 9] = [
 pub const SETTINGS: [&str; 7] =
     ["chunk_bytes", "size_bytes", "thp_mode", "tmpdir_fs", "kernel_count_source", "knobs", "iterations_per_task"];
 
+/// A row's key, its names escaped (`text::escaped`): every table, warning and chart shows
+/// them, and a cell holding ESC or CR must not reach the terminal as it is.
 pub fn key(workload: &str, mode: &str, tasks: u64, placement: &str) -> Key {
-    Key { workload: workload.into(), mode: mode.into(), tasks, placement: (!is_baseline(placement), placement.into()) }
+    let shown = |text: &str| crate::text::escaped(text).into_owned();
+    Key { workload: shown(workload), mode: shown(mode), tasks, placement: (!is_baseline(placement), shown(placement)) }
 }
 
 /// The baseline's names: `root` in the hierarchy's true root, `base` anywhere else.
@@ -229,7 +232,7 @@ fn read_bounded(path: &Path, name: &str) -> Result<String> {
 
 impl RunFile {
     pub fn load(path: &Path) -> Result<Self> {
-        let name = path.display().to_string();
+        let name = crate::text::escaped(&path.display().to_string()).into_owned();
         let text = read_bounded(path, &name)?;
         // A byte-order mark (an editor's save) is no part of either format.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
@@ -312,7 +315,7 @@ impl RunFile {
         let rate = number("faults_per_sec", row.faults_per_sec)?;
         let k = key(&row.workload, &row.mode, row.tasks as u64, &row.placement);
         if columns.depth {
-            self.depths.insert(row.placement.clone(), row.depth.into());
+            self.depths.insert(k.placement.1.clone(), row.depth.into());
         }
         if !row.run_complete {
             self.incomplete = true;
@@ -364,7 +367,8 @@ impl RunFile {
     ) -> Result<()> {
         let name = &self.name;
         let tasks = m["run"]["workers"].as_array().map(|w| w.len() as u64).unwrap_or(0);
-        let placement = m["placement"].as_str().unwrap_or("?");
+        let placement = crate::text::escaped(m["placement"].as_str().unwrap_or("?")).into_owned();
+        let placement = placement.as_str();
         let number = |what: &str, value: &serde_json::Value| {
             let text = value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string());
             figure(name, placement, what, value.as_f64(), &text)

@@ -34,7 +34,7 @@ fn write_run(path: &std::path::Path, kernel: &str) {
     for repetition in 1..=3 {
         for (placement, depth, rate) in [("root", 0, 1000.0 + repetition as f64), ("child", 1, 900.0)] {
             text += &format!(
-                "r,{kernel},anon,process,2,{placement},{depth},{repetition},1,,1.0,{rate},{rate},{},1048576\n",
+                "r,\"{kernel}\",anon,process,2,{placement},{depth},{repetition},1,,1.0,{rate},{rate},{},1048576\n",
                 if depth == 0 { String::new() } else { format!("{}", (1000.0 + repetition as f64) / rate) }
             );
         }
@@ -68,4 +68,47 @@ fn a_closed_stdout_is_refused_up_front() {
     let plotted = with_stdout_closed(&["plot", run.to_str().unwrap(), "-o", svg.to_str().unwrap()]);
     assert!(plotted.status.success(), "{}", text(&plotted.stderr));
     assert!(svg.is_file());
+}
+
+/// Whether `bytes` hold a control character a terminal acts on (ESC, CR, BEL, C1's CSI).
+fn holds_control(bytes: &[u8]) -> bool {
+    String::from_utf8_lossy(bytes).chars().any(|c| c.is_control() && c != '\n')
+}
+
+/// #29.10: a placement, workload or kernel cell holding ESC, CR or an OSC sequence, and a
+/// profile's description holding them, reach the terminal escaped (as boot-id files are), in
+/// every format of `compare` and in its warnings.
+#[test]
+fn control_characters_in_files_reach_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, new) = (dir.path().join("base.csv"), dir.path().join("new.csv"));
+    write_run(&base, "6.1\x1b]0;owned\x07");
+    write_run(&new, "6.2\r\x1b[2J");
+    for path in [&base, &new] {
+        let text = std::fs::read_to_string(path).unwrap().replace(",child,", ",\"ch\x1b[31mild\r\",");
+        std::fs::write(path, text).unwrap();
+    }
+    for format in ["table", "csv", "markdown"] {
+        let out = faultscale(&["compare", base.to_str().unwrap(), new.to_str().unwrap(), "--format", format]);
+        assert!(out.status.success(), "{format}: {}", text(&out.stderr));
+        assert!(!holds_control(&out.stdout), "{format}: {:?}", text(&out.stdout));
+        assert!(!holds_control(&out.stderr), "{format}: {:?}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("ch\\u{1b}[31mild\\r"), "{format}: {}", text(&out.stdout));
+        let said = text(&out.stderr);
+        assert!(said.contains("kernel differs (6.1\\u{1b}]0;owned\\u{7} vs 6.2\\r\\u{1b}[2J)"), "{said}");
+    }
+    let profile = dir.path().join("odd.toml");
+    std::fs::write(
+        &profile,
+        "name = \"odd\"\ndescription = \"plain \\u001b]0;owned\\u0007 \\r\\u001b[2J\"\n[[level]]\n\"memory.max\" = \"max\"\n",
+    )
+    .unwrap();
+    let out = faultscale(&["profiles", profile.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!holds_control(&out.stdout), "{:?}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).starts_with("odd: plain \\u{1b}]0;owned\\u{7} \\r\\u{1b}[2J (cgroup"),
+        "{}",
+        text(&out.stdout)
+    );
 }
