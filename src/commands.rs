@@ -12,7 +12,7 @@ use crate::options::RunOptions;
 use crate::output;
 use crate::output::progress::TerminalProgress;
 use crate::report::Report;
-use crate::results::RunFile;
+use crate::results::{self, RunFile};
 use crate::run::{self, Interrupted};
 use crate::session;
 use crate::usage;
@@ -304,11 +304,16 @@ pub fn cleanup(dry_run: bool, version: VersionChoice, base: &str, tmpdir: Option
     Ok(if cgroups_clean && files_clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+/// A result file read back; one that mixes runs of other settings is the user's input (exit 2).
+fn load(path: &str) -> Result<RunFile> {
+    RunFile::load(Path::new(path)).map_err(|e| if results::is_mixed(&e) { usage::usage(e) } else { e })
+}
+
 pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) -> Result<ExitCode> {
-    let base = RunFile::load(Path::new(base))?;
+    let base = load(base)?;
     let mut changes = Vec::new();
     for path in new {
-        let file = RunFile::load(Path::new(path))?;
+        let file = load(path)?;
         let settings = compare::setting_differences(&base, &file);
         if !settings.is_empty() && !force {
             return Err(usage::usage(anyhow::anyhow!(
@@ -331,7 +336,10 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
 }
 
 pub fn plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<ExitCode> {
-    let run = RunFile::load(Path::new(file))?;
+    let run = load(file)?;
+    if run.duplicates > 0 {
+        say!("faultscale: warning: {}", results::duplicates_note(&run));
+    }
     if run.overran > 0 {
         say!(
             "faultscale: warning: {}: {} slice(s) overran their time (stopped or starved) and are left out, as in the run's own table",

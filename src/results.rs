@@ -48,6 +48,37 @@ pub struct RunFile {
     pub facts: BTreeMap<&'static str, String>,
     /// Levels below the base, per placement name.
     pub depths: BTreeMap<String, u64>,
+    /// Rows left out as repeats of an earlier row (the same run, workload, mode, placement,
+    /// tasks, repetition and slice: a file concatenated with itself).
+    pub duplicates: usize,
+    /// The rows read so far, by what tells slices apart (files with a repetition column).
+    seen: std::collections::BTreeSet<(String, String, String, String, u64, u32, u32)>,
+}
+
+/// A file whose rows disagree on a setting or a machine fact: two runs in one file, which no
+/// figure of `compare` or `plot` may mix. The user's input (exit 2), not a failure.
+#[derive(Debug)]
+pub struct Mixed(String);
+
+impl std::fmt::Display for Mixed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Mixed {}
+
+/// What `compare` and `plot` say of a file's repeated rows.
+pub fn duplicates_note(file: &RunFile) -> String {
+    format!(
+        "{}: {} row(s) repeat an earlier row (the same run, placement, tasks, repetition and slice) and are left out, the first of each kept",
+        file.name, file.duplicates
+    )
+}
+
+/// Whether `error` is a file mixing runs of other settings or machines.
+pub fn is_mixed(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| cause.is::<Mixed>())
 }
 
 /// Far beyond any run's file (a 10,000-round sweep with --per-cpu is a few MiB).
@@ -281,11 +312,11 @@ impl RunFile {
 
     /// One summary row of a CSV file, its figures checked.
     fn add_row(&mut self, columns: &Columns, place: &str, record: &csv::StringRecord, row: Row) -> Result<()> {
-        let name = &self.name;
+        let name = self.name.clone();
         // A figure read back must be a finite, non-negative number; the cell is quoted as written.
         let number = |column: &str, value: f64| {
             let text = columns.headers.iter().position(|h| h == column).map_or("", |i| &record[i]);
-            figure(name, place, column, Some(value), text)
+            figure(&name, place, column, Some(value), text)
         };
         if !(1..=1_000_000).contains(&row.tasks) {
             bail!("{name}: {place}: tasks {:?} is not a task count", &record[columns.tasks]);
@@ -298,6 +329,21 @@ impl RunFile {
                 "{name}: {place}: {column} {text:?} is not a finite, non-negative number; is this a faultscale file?"
             );
         }
+        let k = key(&row.workload, &row.mode, row.tasks as u64, &row.placement);
+        self.check_agrees(columns, place, &k, &row)?;
+        let id = (
+            row.run_id.clone(),
+            k.workload.clone(),
+            k.mode.clone(),
+            k.placement.1.clone(),
+            k.tasks,
+            row.repetition,
+            row.slice,
+        );
+        if columns.has("repetition") && !self.seen.insert(id) {
+            self.duplicates += 1;
+            return Ok(());
+        }
         // A slice that overran its time (stopped, starved) is in the file, flagged, but in no
         // mean or ratio: as in the run's own table.
         if row.overran {
@@ -307,13 +353,12 @@ impl RunFile {
         let overhead = match (columns.overhead, columns.ratio_vs_root) {
             (true, _) => row.overhead_vs_baseline.map(|v| number("overhead_vs_baseline", v)).transpose()?,
             (false, Some(i)) if !record[i].is_empty() => {
-                figure(name, place, "ratio_vs_root", record[i].parse().ok(), &record[i]).map(crate::stats::overhead)?
+                figure(&name, place, "ratio_vs_root", record[i].parse().ok(), &record[i]).map(crate::stats::overhead)?
             }
             _ => None,
         };
         let memcg_ns = row.memcg_ns_per_fault.map(|v| number("memcg_ns_per_fault", v)).transpose()?;
         let rate = number("faults_per_sec", row.faults_per_sec)?;
-        let k = key(&row.workload, &row.mode, row.tasks as u64, &row.placement);
         if columns.depth {
             self.depths.insert(k.placement.1.clone(), row.depth.into());
         }
@@ -323,19 +368,40 @@ impl RunFile {
         if let Some(value) = memcg_ns {
             self.memcg_ns.entry(k.clone()).or_default().push(value);
         }
-        let settings = self.settings.entry(k.clone()).or_default();
-        for (setting, value) in row.settings() {
-            if columns.has(setting) {
-                settings.entry(setting).or_insert(value);
-            }
-        }
-        for (fact, value) in csv_facts(&row) {
-            if columns.has(fact) {
-                self.facts.entry(fact).or_insert_with(|| fact_text(value));
-            }
-        }
         let throughput = row.throughput_vs_baseline.map(|v| number("throughput_vs_baseline", v)).transpose()?;
         self.add(k, rate, overhead, throughput, row.cpu_ns_per_fault.is_some());
+        Ok(())
+    }
+
+    /// Records the row's settings and machine facts, or refuses the file where they differ
+    /// from an earlier row's: only the first row's would be compared and shown.
+    fn check_agrees(&mut self, columns: &Columns, place: &str, k: &Key, row: &Row) -> Result<()> {
+        let name = &self.name;
+        let settings = self.settings.entry(k.clone()).or_default();
+        for (setting, value) in row.settings().into_iter().filter(|(setting, _)| columns.has(setting)) {
+            match settings.get(setting) {
+                Some(first) if *first != value => {
+                    return Err(anyhow::Error::new(Mixed(format!(
+                        "{name}: {place}: {setting} {value:?} where the earlier rows of {} have {first:?}: the file mixes runs of other settings; give each run its own file",
+                        k.label()
+                    ))));
+                }
+                Some(_) => {}
+                None => drop(settings.insert(setting, value)),
+            }
+        }
+        for (fact, value) in csv_facts(row).into_iter().filter(|(fact, _)| columns.has(fact)) {
+            let value = fact_text(value);
+            match self.facts.get(fact) {
+                Some(first) if *first != value => {
+                    return Err(anyhow::Error::new(Mixed(format!(
+                        "{name}: {place}: {fact} {value:?} where the earlier rows have {first:?}: the file mixes runs of other machines or setups; give each run its own file"
+                    ))));
+                }
+                Some(_) => {}
+                None => drop(self.facts.insert(fact, value)),
+            }
+        }
         Ok(())
     }
 
@@ -387,6 +453,14 @@ impl RunFile {
         let overran = &m["run"]["overran"];
         if !overran.is_null() && !overran.is_boolean() {
             bail!("{name}: {placement}: run.overran {overran} is not true or false; is this a faultscale --json file?");
+        }
+        if let (Some(repetition), Some(slice)) = (m["repetition"].as_u64(), m["slice"].as_u64()) {
+            let id =
+                (String::new(), workload.into(), mode.into(), placement.into(), tasks, repetition as u32, slice as u32);
+            if !self.seen.insert(id) {
+                self.duplicates += 1;
+                return Ok(());
+            }
         }
         if overran.as_bool() == Some(true) {
             self.overran += 1;

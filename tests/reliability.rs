@@ -112,3 +112,64 @@ fn control_characters_in_files_reach_the_terminal_escaped() {
         text(&out.stdout)
     );
 }
+
+/// #29.3: `compare` no longer trusts the inside of a file. Rows of a 1M-chunk and a 4M-chunk run
+/// in one file are refused (exit 2, one line naming the file and the column), as are rows of two
+/// kernels; the same rows twice are left out and counted, not taken as more slices; rows only in
+/// BASE are named as NEW's are.
+#[test]
+fn compare_refuses_mixed_files_drops_repeated_rows_and_names_unmatched_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, new) = (dir.path().join("base.csv"), dir.path().join("new.csv"));
+    write_run(&base, "6.1.0");
+    write_run(&new, "6.1.0");
+    let original = std::fs::read_to_string(&base).unwrap();
+    let body: String = original.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    // The rows of a second run (run_id s) to append.
+    let second: String = body.lines().map(|l| format!("s{}\n", &l[1..])).collect();
+
+    let mixed = dir.path().join("mixed.csv");
+    std::fs::write(&mixed, format!("{original}{}", second.replace("1048576", "4194304"))).unwrap();
+    let out = faultscale(&["compare", mixed.to_str().unwrap(), new.to_str().unwrap()]);
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("mixed.csv: row 8: chunk_bytes \"4194304\"") && said.contains("\"1048576\""), "{said}");
+    let kernels = dir.path().join("kernels.csv");
+    std::fs::write(&kernels, format!("{original}{}", second.replace("6.1.0", "6.2.0"))).unwrap();
+    let out = faultscale(&["compare", new.to_str().unwrap(), kernels.to_str().unwrap()]);
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("kernels.csv: row 8: kernel \"6.2.0\" where the earlier rows have \"6.1.0\""), "{said}");
+    let svg = dir.path().join("mixed.svg");
+    let out = faultscale(&["plot", mixed.to_str().unwrap(), "-o", svg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+
+    // The same rows twice: the CV of the doubled file is the single file's, and the repeats are
+    // counted in a warning.
+    let doubled = dir.path().join("doubled.csv");
+    std::fs::write(&doubled, format!("{original}{body}")).unwrap();
+    let cv = |out: &Output| {
+        let mut reader = csv::Reader::from_reader(out.stdout.as_slice());
+        let headers = reader.headers().unwrap().clone();
+        let column = headers.iter().position(|h| h == "base_cv_pct").unwrap();
+        reader.records().map(|r| r.unwrap()[column].to_string()).collect::<Vec<_>>()
+    };
+    let single = faultscale(&["compare", base.to_str().unwrap(), new.to_str().unwrap(), "--format", "csv"]);
+    let out = faultscale(&["compare", doubled.to_str().unwrap(), new.to_str().unwrap(), "--format", "csv"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(cv(&out), cv(&single));
+    assert!(text(&out.stderr).contains("doubled.csv: 6 row(s) repeat an earlier row"), "{}", text(&out.stderr));
+
+    // A placement only BASE has is named, as one only NEW has is.
+    let only_base = dir.path().join("only-base.csv");
+    std::fs::write(&only_base, original.replace(",child,", ",nested,")).unwrap();
+    let out = faultscale(&["compare", only_base.to_str().unwrap(), new.to_str().unwrap()]);
+    let said = text(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("only-base.csv: 1 row(s) have no match in") && said.contains("anon process 2t nested"),
+        "{said}"
+    );
+    assert!(said.contains("new.csv: 1 row(s) have no match in") && said.contains("anon process 2t child"), "{said}");
+}
