@@ -173,3 +173,59 @@ fn compare_refuses_mixed_files_drops_repeated_rows_and_names_unmatched_ones() {
     );
     assert!(said.contains("new.csv: 1 row(s) have no match in") && said.contains("anon process 2t child"), "{said}");
 }
+
+/// #29.8: with `--tasks 1,3` on fewer CPUs than tasks, every `--samples-csv` row and every
+/// per-CPU row is told apart by its columns (tasks and the worker's index), not by its order.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn samples_and_per_cpu_rows_name_their_task_count_and_worker() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let (csv, samples) = (dir.path().join("run.csv"), dir.path().join("samples.csv"));
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let many = (cpus + 1).to_string();
+    let tasks = format!("1,{many}");
+    let (_, output) = run_clean(
+        &base,
+        &[
+            "--base",
+            BASE,
+            "--duration",
+            "0.3",
+            "--cgroup",
+            "child",
+            "--no-baseline",
+            "--tasks",
+            &tasks,
+            "--per-cpu",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--samples-csv",
+            samples.to_str().unwrap(),
+            "-q",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let rows = read_csv(&samples);
+    assert!(!rows.is_empty());
+    let mut seen = std::collections::HashSet::new();
+    for row in &rows {
+        let id: Vec<&str> = ["run_id", "placement", "tasks", "repetition", "slice", "worker", "elapsed_s"]
+            .map(|c| row[c].as_str())
+            .into();
+        assert!(seen.insert(id.clone()), "two samples rows share {id:?}");
+        assert!(number(row, "worker") < number(row, "tasks"), "{row:?}");
+    }
+    let workers: std::collections::BTreeSet<String> =
+        rows.iter().filter(|r| r["tasks"] == many).map(|r| r["worker"].clone()).collect();
+    assert_eq!(workers.len(), cpus + 1, "{workers:?}");
+    let per_cpu: Vec<_> = read_csv(&csv).into_iter().filter(|r| !r["cpu"].is_empty()).collect();
+    let mut seen = std::collections::HashSet::new();
+    for row in &per_cpu {
+        let id: Vec<&str> = ["placement", "tasks", "repetition", "slice", "worker"].map(|c| row[c].as_str()).into();
+        assert!(seen.insert(id.clone()), "two per-CPU rows share {id:?}");
+    }
+    assert_eq!(per_cpu.len(), 1 + cpus + 1);
+    assert!(read_csv(&csv).iter().filter(|r| r["cpu"].is_empty()).all(|r| r["worker"].is_empty()));
+}

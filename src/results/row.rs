@@ -95,6 +95,9 @@ pub struct Row {
     pub steal_s: Option<f64>,
     /// The baseline's throughput over this placement's in the same slice (wall-clock rates).
     pub throughput_vs_baseline: Option<f64>,
+    /// Empty on summary rows; on --per-cpu rows the worker's index in its slice (0-based), which
+    /// tells apart two workers sharing a CPU. Last, so columns read by position keep theirs.
+    pub worker: Option<usize>,
 }
 
 impl Row {
