@@ -349,7 +349,7 @@ pub fn plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<Exit
     }
     // -o follows the rules of every output: a read-only file, a directory or a FIFO without a
     // reader refused before drawing, the chart written whole or not at all.
-    let format = export::plot::format_of(Path::new(output))?;
+    let format = export::plot::format_of(Path::new(output)).map_err(usage::usage)?;
     let sink = Sink::open("-o", &OutputPath::File(output.into())).map_err(usage::usage)?;
     // Drawn first in a directory of its own (made afresh, mode 0700: no link planted in /tmp
     // can redirect it), then copied into the output.

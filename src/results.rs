@@ -48,6 +48,9 @@ pub struct RunFile {
     pub facts: BTreeMap<&'static str, String>,
     /// Levels below the base, per placement name.
     pub depths: BTreeMap<String, u64>,
+    /// What the rates count per workload (the `unit` column: faults, loops, pages, ops); a
+    /// file from before the column has none, and counts faults.
+    pub units: BTreeMap<String, String>,
     /// Rows left out as repeats of an earlier row (the same run, workload, mode, placement,
     /// tasks, repetition and slice: a file concatenated with itself).
     pub duplicates: usize,
@@ -331,6 +334,9 @@ impl RunFile {
         }
         let k = key(&row.workload, &row.mode, row.tasks as u64, &row.placement);
         self.check_agrees(columns, place, &k, &row)?;
+        if !row.unit.is_empty() {
+            self.units.entry(k.workload.clone()).or_insert_with(|| crate::text::escaped(&row.unit).into_owned());
+        }
         let id = (
             row.run_id.clone(),
             k.workload.clone(),
@@ -373,6 +379,15 @@ impl RunFile {
         Ok(())
     }
 
+    /// What the file's rates count, for an axis: `faults/s`, `ops/s`, or `faults/s or ops/s`
+    /// for a file of two workloads that count differently.
+    pub fn rate_unit(&self) -> String {
+        let units: std::collections::BTreeSet<&str> =
+            self.rates.keys().map(|k| self.units.get(&k.workload).map_or("faults", String::as_str)).collect();
+        let rates: Vec<String> = units.iter().map(|unit| format!("{unit}/s")).collect();
+        if rates.is_empty() { "faults/s".into() } else { rates.join(" or ") }
+    }
+
     /// Records the row's settings and machine facts, or refuses the file where they differ
     /// from an earlier row's: only the first row's would be compared and shown.
     fn check_agrees(&mut self, columns: &Columns, place: &str, k: &Key, row: &Row) -> Result<()> {
@@ -413,6 +428,9 @@ impl RunFile {
             .ok_or_else(|| anyhow!("{name}: no settings.workload; is this a faultscale --json file?"))?;
         let mode = settings["mode"].as_str().unwrap_or("process");
         let mut file = RunFile { name: name.clone(), ..Default::default() };
+        if let Some(unit) = document["unit"].as_str() {
+            file.units.insert(crate::text::escaped(workload).into_owned(), crate::text::escaped(unit).into_owned());
+        }
         for m in document["measurements"].as_array().ok_or_else(|| anyhow!("{name}: no measurements"))? {
             file.add_measurement(settings, workload, mode, m)?;
         }

@@ -229,3 +229,58 @@ fn samples_and_per_cpu_rows_name_their_task_count_and_worker() {
     assert_eq!(per_cpu.len(), 1 + cpus + 1);
     assert!(read_csv(&csv).iter().filter(|r| r["cpu"].is_empty()).all(|r| r["worker"].is_empty()));
 }
+
+/// The text labels of an SVG chart (plotters writes each on its own line inside <text>).
+fn svg_labels(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.starts_with('<'))
+        .collect()
+}
+
+/// #29.9: `plot` says what the rates count (ops for fallocate1, not faults), names each bar's
+/// workload in a file of two, numbers the x axis of a depth chart of depths 0 and 1, and exits 2
+/// on an `-o` that is no chart format, as on a missing directory.
+#[test]
+fn plot_labels_say_what_was_counted_and_for_which_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ops, mixed) = (dir.path().join("ops.csv"), dir.path().join("mixed.csv"));
+    let header = "workload,mode,tasks,placement,depth,repetition,cpu,unit,faults_per_sec,overhead_vs_baseline\n";
+    let rows = |workload: &str, unit: &str| {
+        (1..=3)
+            .map(|r| format!("{workload},process,2,root,0,{r},,{unit},100{r},\n{workload},process,2,child,1,{r},,{unit},90{r},1.1\n"))
+            .collect::<String>()
+    };
+    std::fs::write(&ops, format!("{header}{}", rows("fallocate1", "ops"))).unwrap();
+    std::fs::write(&mixed, format!("{header}{}{}", rows("anon", "faults"), rows("fallocate1", "ops"))).unwrap();
+    let plot = |file: &std::path::Path, out: &std::path::Path, chart: &str| {
+        faultscale(&["plot", file.to_str().unwrap(), "-o", out.to_str().unwrap(), "--chart", chart])
+    };
+    for chart in ["bars", "depth"] {
+        let svg = dir.path().join(format!("ops-{chart}.svg"));
+        let out = plot(&ops, &svg, chart);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let labels = svg_labels(&svg);
+        assert!(labels.iter().any(|l| l.starts_with("ops/s per task")), "{chart}: {labels:?}");
+        assert!(labels.iter().all(|l| !l.contains("faults")), "{chart}: {labels:?}");
+        if chart == "depth" {
+            assert!(labels.iter().any(|l| l == "0") && labels.iter().any(|l| l == "1"), "x axis: {labels:?}");
+        }
+    }
+    let svg = dir.path().join("mixed.svg");
+    let out = plot(&mixed, &svg, "bars");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let labels = svg_labels(&svg);
+    for bar in ["anon root", "anon child", "fallocate1 root", "fallocate1 child"] {
+        assert!(labels.iter().any(|l| l == bar), "{bar}: {labels:?}");
+    }
+    assert!(labels.iter().any(|l| l.starts_with("faults/s or ops/s per task")), "{labels:?}");
+
+    let out = plot(&ops, &dir.path().join("chart.gif"), "bars");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(".svg or .png"), "{}", text(&out.stderr));
+    let out = plot(&ops, &dir.path().join("missing/chart.svg"), "bars");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
