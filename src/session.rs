@@ -353,7 +353,7 @@ fn conclude(report: &mut Report) {
     let shape = workload::shape(&report.plan.workload_settings(None));
     if shape.exact {
         let disagreements: Vec<Warning> =
-            report.measurements.iter().filter_map(|m| counts_disagree(m, shape.per_iteration)).collect();
+            report.measurements.iter().filter_map(|m| counts_disagree(m, shape.per_iteration, shape.unit)).collect();
         report.warnings.extend(disagreements);
     }
     report.finished = true;
@@ -364,12 +364,18 @@ fn conclude(report: &mut Report) {
 /// SIGSTOP freezes each worker mid-iteration: the kernel has counted up to one iteration's
 /// faults per worker that the loop counter has not. That much difference is the protocol,
 /// not a disagreement; anything beyond it and 1% is.
-fn counts_disagree(m: &Measurement, per_iteration: u64) -> Option<Warning> {
+fn counts_disagree(m: &Measurement, per_iteration: u64, unit: workload::Unit) -> Option<Warning> {
     let loop_faults = m.run.loop_faults();
     let kernel_faults = m.run.kernel_faults();
     let in_flight = (m.run.workers.len() as u64 * per_iteration) as f64;
     (kernel_faults > 0 && loop_faults.abs_diff(kernel_faults) as f64 > 0.01 * kernel_faults as f64 + in_flight).then(
-        || Warning::CountsDisagree { placement: m.placement.name.clone(), round: m.round, loop_faults, kernel_faults },
+        || Warning::CountsDisagree {
+            placement: m.placement.name.clone(),
+            round: m.round,
+            loop_faults,
+            kernel_faults,
+            unit: unit.name(),
+        },
     )
 }
 
