@@ -12,7 +12,7 @@ use crate::options::RunOptions;
 use crate::output;
 use crate::output::progress::TerminalProgress;
 use crate::report::Report;
-use crate::results::RunFile;
+use crate::results::{self, RunFile};
 use crate::run::{self, Interrupted};
 use crate::session;
 use crate::usage;
@@ -325,11 +325,16 @@ pub fn cleanup(dry_run: bool, version: VersionChoice, base: &str, tmpdir: Option
     Ok(if cgroups_clean && files_clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+/// A result file read back; one that mixes runs of other settings is the user's input (exit 2).
+fn load(path: &str) -> Result<RunFile> {
+    RunFile::load(Path::new(path)).map_err(|e| if results::is_mixed(&e) { usage::usage(e) } else { e })
+}
+
 pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) -> Result<ExitCode> {
-    let base = RunFile::load(Path::new(base))?;
+    let base = load(base)?;
     let mut changes = Vec::new();
     for path in new {
-        let file = RunFile::load(Path::new(path))?;
+        let file = load(path)?;
         let settings = compare::setting_differences(&base, &file);
         if !settings.is_empty() && !force {
             return Err(usage::usage(anyhow::anyhow!(
@@ -352,7 +357,10 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
 }
 
 pub fn plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<ExitCode> {
-    let run = RunFile::load(Path::new(file))?;
+    let run = load(file)?;
+    if run.duplicates > 0 {
+        say!("faultscale: warning: {}", results::duplicates_note(&run));
+    }
     if run.overran > 0 {
         say!(
             "faultscale: warning: {}: {} slice(s) overran their time (stopped or starved) and are left out, as in the run's own table",
@@ -362,7 +370,7 @@ pub fn plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<Exit
     }
     // -o follows the rules of every output: a read-only file, a directory or a FIFO without a
     // reader refused before drawing, the chart written whole or not at all.
-    let format = export::plot::format_of(Path::new(output))?;
+    let format = export::plot::format_of(Path::new(output)).map_err(usage::usage)?;
     let sink = Sink::open("-o", &OutputPath::File(output.into())).map_err(usage::usage)?;
     // Drawn first in a directory of its own (made afresh, mode 0700: no link planted in /tmp
     // can redirect it), then copied into the output.

@@ -189,9 +189,21 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
             file.name, file.overran
         ));
     }
-    let unmatched = new.rates.keys().filter(|k| !base.rates.contains_key(k)).count();
-    if unmatched > 0 {
-        warnings.push(format!("{}: {unmatched} row(s) have no match in {}", new.name, base.name));
+    for file in [base, new].into_iter().filter(|f| f.duplicates > 0) {
+        warnings.push(crate::results::duplicates_note(file));
+    }
+    for (file, other) in [(base, new), (new, base)] {
+        let unmatched: Vec<String> =
+            file.rates.keys().filter(|k| !other.rates.contains_key(k)).map(Key::label).collect();
+        if !unmatched.is_empty() {
+            warnings.push(format!(
+                "{}: {} row(s) have no match in {}: {}",
+                file.name,
+                unmatched.len(),
+                other.name,
+                named(&unmatched)
+            ));
+        }
     }
     for file in [base, new] {
         if file.incomplete {
@@ -202,6 +214,15 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
         }
     }
     warnings
+}
+
+/// Up to five row labels, then how many more: a sweep's hundred rows stay one line.
+fn named(labels: &[String]) -> String {
+    const MOST: usize = 5;
+    match labels.len().checked_sub(MOST) {
+        Some(more) if more > 0 => format!("{} and {more} more", labels[..MOST].join(", ")),
+        _ => labels.join(", "),
+    }
 }
 
 #[cfg(test)]

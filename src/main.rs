@@ -57,6 +57,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(what) = stdout_reader(&cli)
+        && export::stdout_closed_at_start()
+    {
+        say!(
+            "faultscale: error: standard output is closed (`>&-`): {what} would be lost; send it to a file, or to /dev/null to discard it"
+        );
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         None => match cli.run.check_args {
             Some(cpus) => commands::check_args(&cli.run, cpus),
@@ -107,6 +115,23 @@ fn main() -> ExitCode {
             say!("faultscale: error: {e:#}");
             if is_users_input(&e) { ExitCode::from(2) } else { ExitCode::FAILURE }
         }
+    }
+}
+
+/// What `cli` prints on standard output, if anything: a closed one would lose it unseen (Rust
+/// reopens it on /dev/null before `main`, so every write succeeds). `plot` and a run with `-q`
+/// print nothing there (an output named `-` is refused by its own check).
+fn stdout_reader(cli: &Cli) -> Option<&'static str> {
+    match &cli.command {
+        None if cli.run.quiet => None,
+        None => Some("the run's table"),
+        Some(Command::Plot { .. }) => None,
+        Some(Command::Env { .. }) => Some("the environment listing"),
+        Some(Command::Profiles { .. }) => Some("the profile listing"),
+        Some(Command::Compare { .. }) => Some("the comparison"),
+        Some(Command::Completions { .. }) => Some("the completions"),
+        Some(Command::Man) => Some("the man page"),
+        Some(Command::Cleanup { .. }) => Some("the cleanup report"),
     }
 }
 

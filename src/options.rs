@@ -19,6 +19,7 @@ use crate::workload::{ThpMode, WorkloadKind};
 /// The shortest slice worth measuring: well above the start/stop cost (tens of microseconds).
 const MIN_DURATION: Duration = Duration::from_millis(100);
 /// `--slices auto`: the slice length from this --duration on.
+const AUTO_SLICING_FROM: Duration = Duration::from_secs(5);
 const AUTO_SLICE_S: f64 = 0.1;
 /// The shortest slice: below it the freeze and thaw are a visible part of the slice.
 const MIN_SLICE: Duration = Duration::from_millis(50);
@@ -234,16 +235,18 @@ fn check_turns(timing: &Timing, task_counts: &[usize], cpus: usize) -> Result<()
     Ok(())
 }
 
-/// `--slices`: the number given, or by default one per 0.1 s of `duration` (3 whole runs for
-/// fixed work); each fixed-time slice at least MIN_SLICE long.
+/// `--slices`: the number given, or by default one per 0.1 s of `duration` from 5 s, one per
+/// second below (3 whole runs for fixed work); each fixed-time slice at least MIN_SLICE long.
 fn slices(args: &RunArgs, fixed_work: bool, duration: Duration) -> Result<u32> {
     let slices = match args.slices.trim() {
         // Fixed work: three whole runs, the fewest that give an interval.
         "auto" if fixed_work => 3,
-        // Tenth-of-a-second slices (at most 1000): workers live through the run, frozen
-        // between slices, so a slice costs no fork and no warmup, and short slices interleave
-        // finely enough that slow drift cancels in each ABBA block (scripts/bench-noise, README).
-        "auto" => ((duration.as_secs_f64() / AUTO_SLICE_S).round() as u32).clamp(1, 1000),
+        // From 5 s, tenth-of-a-second slices (at most 1000): workers live through the run,
+        // frozen between slices, so a slice costs no fork and no warmup, and short slices
+        // interleave finely enough that slow drift cancels in each ABBA block
+        // (scripts/bench-noise, README). Shorter runs (smoke tests) keep one slice per second.
+        "auto" if duration >= AUTO_SLICING_FROM => ((duration.as_secs_f64() / AUTO_SLICE_S).round() as u32).min(1000),
+        "auto" => (duration.as_secs_f64().floor() as u32).clamp(1, 10),
         text => text
             .parse::<u32>()
             .ok()
@@ -467,14 +470,14 @@ mod tests {
     }
 
     #[test]
-    fn auto_slices_are_tenths_of_a_second_up_to_a_thousand() {
+    fn auto_slices_are_tenths_of_a_second_from_five_seconds_and_seconds_below() {
         use clap::Parser;
         let auto = |duration: f64| {
             let cli = cli::Cli::parse_from(["faultscale", "--duration", &duration.to_string()]);
             slices(&cli.run, false, Duration::from_secs_f64(duration)).unwrap()
         };
-        assert_eq!([auto(0.1), auto(0.5), auto(1.0), auto(2.5)], [1, 5, 10, 25]);
-        assert_eq!([auto(10.0), auto(60.0), auto(100.0), auto(3600.0)], [100, 600, 1000, 1000]);
+        assert_eq!([auto(0.1), auto(1.0), auto(2.5), auto(4.9)], [1, 1, 2, 4]);
+        assert_eq!([auto(5.0), auto(10.0), auto(60.0), auto(100.0), auto(3600.0)], [50, 100, 600, 1000, 1000]);
         let cli = cli::Cli::parse_from(["faultscale", "--iterations", "100"]);
         assert_eq!(slices(&cli.run, true, Duration::ZERO).unwrap(), 3, "fixed work: three whole runs");
     }

@@ -50,6 +50,40 @@ pub struct RunFile {
     pub facts: BTreeMap<&'static str, String>,
     /// Levels below the base, per placement name.
     pub depths: BTreeMap<String, u64>,
+    /// What the rates count per workload (the `unit` column: faults, loops, pages, ops); a
+    /// file from before the column has none, and counts faults.
+    pub units: BTreeMap<String, String>,
+    /// Rows left out as repeats of an earlier row (the same run, workload, mode, placement,
+    /// tasks, repetition and slice: a file concatenated with itself).
+    pub duplicates: usize,
+    /// The rows read so far, by what tells slices apart (files with a repetition column).
+    seen: std::collections::BTreeSet<(String, String, String, String, u64, u32, u32)>,
+}
+
+/// A file whose rows disagree on a setting or a machine fact: two runs in one file, which no
+/// figure of `compare` or `plot` may mix. The user's input (exit 2), not a failure.
+#[derive(Debug)]
+pub struct Mixed(String);
+
+impl std::fmt::Display for Mixed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Mixed {}
+
+/// What `compare` and `plot` say of a file's repeated rows.
+pub fn duplicates_note(file: &RunFile) -> String {
+    format!(
+        "{}: {} row(s) repeat an earlier row (the same run, placement, tasks, repetition and slice) and are left out, the first of each kept",
+        file.name, file.duplicates
+    )
+}
+
+/// Whether `error` is a file mixing runs of other settings or machines.
+pub fn is_mixed(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| cause.is::<Mixed>())
 }
 
 /// Far beyond any run's file (a 10,000-round sweep with --per-cpu is a few MiB).
@@ -92,8 +126,8 @@ const MIN_FIGURE: f64 = 1e-6;
 fn fact_text(value: &str) -> String {
     const MOST: usize = 200;
     match value.char_indices().nth(MOST) {
-        Some((end, _)) => format!("{}...", &value[..end]),
-        None => value.to_string(),
+        Some((end, _)) => format!("{}...", crate::text::escaped(&value[..end])),
+        None => crate::text::escaped(value).into_owned(),
     }
 }
 
@@ -129,8 +163,11 @@ const MACHINE_FACTS: [&str; 9] = [
 pub const SETTINGS: [&str; 7] =
     ["chunk_bytes", "size_bytes", "thp_mode", "tmpdir_fs", "kernel_count_source", "knobs", "iterations_per_task"];
 
+/// A row's key, its names escaped (`text::escaped`): every table, warning and chart shows
+/// them, and a cell holding ESC or CR must not reach the terminal as it is.
 pub fn key(workload: &str, mode: &str, tasks: u64, placement: &str) -> Key {
-    Key { workload: workload.into(), mode: mode.into(), tasks, placement: (!is_baseline(placement), placement.into()) }
+    let shown = |text: &str| crate::text::escaped(text).into_owned();
+    Key { workload: shown(workload), mode: shown(mode), tasks, placement: (!is_baseline(placement), shown(placement)) }
 }
 
 /// The baseline's names: `root` in the hierarchy's true root, `base` anywhere else.
@@ -231,7 +268,7 @@ fn read_bounded(path: &Path, name: &str) -> Result<String> {
 
 impl RunFile {
     pub fn load(path: &Path) -> Result<Self> {
-        let name = path.display().to_string();
+        let name = crate::text::escaped(&path.display().to_string()).into_owned();
         let text = read_bounded(path, &name)?;
         // A byte-order mark (an editor's save) is no part of either format.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
@@ -280,11 +317,11 @@ impl RunFile {
 
     /// One summary row of a CSV file, its figures checked.
     fn add_row(&mut self, columns: &Columns, place: &str, record: &csv::StringRecord, row: Row) -> Result<()> {
-        let name = &self.name;
+        let name = self.name.clone();
         // A figure read back must be a finite, non-negative number; the cell is quoted as written.
         let number = |column: &str, value: f64| {
             let text = columns.headers.iter().position(|h| h == column).map_or("", |i| &record[i]);
-            figure(name, place, column, Some(value), text)
+            figure(&name, place, column, Some(value), text)
         };
         if !(1..=1_000_000).contains(&row.tasks) {
             bail!("{name}: {place}: tasks {:?} is not a task count", &record[columns.tasks]);
@@ -296,6 +333,24 @@ impl RunFile {
             bail!(
                 "{name}: {place}: {column} {text:?} is not a finite, non-negative number; is this a faultscale file?"
             );
+        }
+        let k = key(&row.workload, &row.mode, row.tasks as u64, &row.placement);
+        self.check_agrees(columns, place, &k, &row)?;
+        if !row.unit.is_empty() {
+            self.units.entry(k.workload.clone()).or_insert_with(|| crate::text::escaped(&row.unit).into_owned());
+        }
+        let id = (
+            row.run_id.clone(),
+            k.workload.clone(),
+            k.mode.clone(),
+            k.placement.1.clone(),
+            k.tasks,
+            row.repetition,
+            row.slice,
+        );
+        if columns.has("repetition") && !self.seen.insert(id) {
+            self.duplicates += 1;
+            return Ok(());
         }
         // A slice that overran its time (stopped, starved) is in the file, flagged, but in no
         // mean or ratio: as in the run's own table.
@@ -311,16 +366,15 @@ impl RunFile {
         let overhead = match (columns.overhead, columns.ratio_vs_root) {
             (true, _) => row.overhead_vs_baseline.map(|v| number("overhead_vs_baseline", v)).transpose()?,
             (false, Some(i)) if !record[i].is_empty() => {
-                figure(name, place, "ratio_vs_root", record[i].parse().ok(), &record[i])
+                figure(&name, place, "ratio_vs_root", record[i].parse().ok(), &record[i])
                     .map(crate::stats::inverse_rate_ratio)?
             }
             _ => None,
         };
         let memcg_ns = row.memcg_ns_per_fault.map(|v| number("memcg_ns_per_fault", v)).transpose()?;
         let rate = number("faults_per_sec", row.faults_per_sec)?;
-        let k = key(&row.workload, &row.mode, row.tasks as u64, &row.placement);
         if columns.depth {
-            self.depths.insert(row.placement.clone(), row.depth.into());
+            self.depths.insert(k.placement.1.clone(), row.depth.into());
         }
         if !row.run_complete {
             self.incomplete = true;
@@ -328,19 +382,49 @@ impl RunFile {
         if let Some(value) = memcg_ns {
             self.memcg_ns.entry(k.clone()).or_default().push(value);
         }
-        let settings = self.settings.entry(k.clone()).or_default();
-        for (setting, value) in row.settings() {
-            if columns.has(setting) {
-                settings.entry(setting).or_insert(value);
-            }
-        }
-        for (fact, value) in csv_facts(&row) {
-            if columns.has(fact) {
-                self.facts.entry(fact).or_insert_with(|| fact_text(value));
-            }
-        }
         let throughput = row.throughput_vs_baseline.map(|v| number("throughput_vs_baseline", v)).transpose()?;
         self.add(k, rate, overhead, throughput, row.cpu_ns_per_fault.is_some());
+        Ok(())
+    }
+
+    /// What the file's rates count, for an axis: `faults/s`, `ops/s`, or `faults/s or ops/s`
+    /// for a file of two workloads that count differently.
+    pub fn rate_unit(&self) -> String {
+        let units: std::collections::BTreeSet<&str> =
+            self.rates.keys().map(|k| self.units.get(&k.workload).map_or("faults", String::as_str)).collect();
+        let rates: Vec<String> = units.iter().map(|unit| format!("{unit}/s")).collect();
+        if rates.is_empty() { "faults/s".into() } else { rates.join(" or ") }
+    }
+
+    /// Records the row's settings and machine facts, or refuses the file where they differ
+    /// from an earlier row's: only the first row's would be compared and shown.
+    fn check_agrees(&mut self, columns: &Columns, place: &str, k: &Key, row: &Row) -> Result<()> {
+        let name = &self.name;
+        let settings = self.settings.entry(k.clone()).or_default();
+        for (setting, value) in row.settings().into_iter().filter(|(setting, _)| columns.has(setting)) {
+            match settings.get(setting) {
+                Some(first) if *first != value => {
+                    return Err(anyhow::Error::new(Mixed(format!(
+                        "{name}: {place}: {setting} {value:?} where the earlier rows of {} have {first:?}: the file mixes runs of other settings; give each run its own file",
+                        k.label()
+                    ))));
+                }
+                Some(_) => {}
+                None => drop(settings.insert(setting, value)),
+            }
+        }
+        for (fact, value) in csv_facts(row).into_iter().filter(|(fact, _)| columns.has(fact)) {
+            let value = fact_text(value);
+            match self.facts.get(fact) {
+                Some(first) if *first != value => {
+                    return Err(anyhow::Error::new(Mixed(format!(
+                        "{name}: {place}: {fact} {value:?} where the earlier rows have {first:?}: the file mixes runs of other machines or setups; give each run its own file"
+                    ))));
+                }
+                Some(_) => {}
+                None => drop(self.facts.insert(fact, value)),
+            }
+        }
         Ok(())
     }
 
@@ -352,6 +436,9 @@ impl RunFile {
             .ok_or_else(|| anyhow!("{name}: no settings.workload; is this a faultscale --json file?"))?;
         let mode = settings["mode"].as_str().unwrap_or("process");
         let mut file = RunFile { name: name.clone(), ..Default::default() };
+        if let Some(unit) = document["unit"].as_str() {
+            file.units.insert(crate::text::escaped(workload).into_owned(), crate::text::escaped(unit).into_owned());
+        }
         for m in document["measurements"].as_array().ok_or_else(|| anyhow!("{name}: no measurements"))? {
             file.add_measurement(settings, workload, mode, m)?;
         }
@@ -372,7 +459,8 @@ impl RunFile {
     ) -> Result<()> {
         let name = &self.name;
         let tasks = m["run"]["workers"].as_array().map(|w| w.len() as u64).unwrap_or(0);
-        let placement = m["placement"].as_str().unwrap_or("?");
+        let placement = crate::text::escaped(m["placement"].as_str().unwrap_or("?")).into_owned();
+        let placement = placement.as_str();
         let number = |what: &str, value: &serde_json::Value| {
             let text = value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string());
             figure(name, placement, what, value.as_f64(), &text)
@@ -391,6 +479,14 @@ impl RunFile {
         let overran = &m["run"]["overran"];
         if !overran.is_null() && !overran.is_boolean() {
             bail!("{name}: {placement}: run.overran {overran} is not true or false; is this a faultscale --json file?");
+        }
+        if let (Some(repetition), Some(slice)) = (m["repetition"].as_u64(), m["slice"].as_u64()) {
+            let id =
+                (String::new(), workload.into(), mode.into(), placement.into(), tasks, repetition as u32, slice as u32);
+            if !self.seen.insert(id) {
+                self.duplicates += 1;
+                return Ok(());
+            }
         }
         if overran.as_bool() == Some(true) {
             self.overran += 1;

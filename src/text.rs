@@ -145,9 +145,34 @@ pub fn selected_option(text: &str) -> String {
         .to_string()
 }
 
+/// Text from a file or a name as the terminal may be shown it: control characters (ESC, CR,
+/// OSC's BEL, C1's CSI) and bidirectional overrides escaped as `{:?}` escapes them (`\u{1b}`,
+/// `\r`), the rest as it is. A cell of a result file or a profile's description must not move
+/// the cursor, retitle the terminal or hide the text beside it.
+pub fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    let hostile = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(hostile) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if hostile(c) { out.extend(c.escape_debug()) } else { out.push(c) }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_and_the_rest_kept() {
+        assert!(matches!(escaped("child-µ \"x\""), std::borrow::Cow::Borrowed("child-µ \"x\"")));
+        assert_eq!(
+            escaped("a\x1b[2Jb\rc\x1b]0;t\x07\u{9b}\u{202e}"),
+            "a\\u{1b}[2Jb\\rc\\u{1b}]0;t\\u{7}\\u{9b}\\u{202e}"
+        );
+    }
 
     #[test]
     fn thousands_separators() {

@@ -1028,7 +1028,7 @@ fn more_workers_per_cpu_than_a_slice_has_turns_is_refused() {
     assert_eq!(output.status.code(), Some(2), "{said}");
     assert!(said.lines().count() == 1, "{said}");
     assert!(said.contains("--tasks 4096: 4096 workers per CPU on 1 CPU(s), and a 0.1 s slice gives each"), "{said}");
-    assert!(said.contains("give at most 166 tasks"), "{said}");
+    assert!(said.contains("give at most 33 tasks"), "{said}");
     assert!(started.elapsed() < Duration::from_secs(3));
 }
 

@@ -253,7 +253,10 @@ fn parse_on_the_shipped_fixture_gives_its_yaml_and_the_jsons_figures() {
             ]),
             4,
         ),
-        (serde_json::json!([{"tasks": 2, "depths": [0, 1, 4], "cpu": {"ns_per_fault": 41.5, "low": null, "high": null, "rounds": 1}}]), 1),
+        (
+            serde_json::json!([{"tasks": 2, "depths": [0, 1, 4], "cpu": {"ns_per_fault": 41.5, "low": null, "high": null, "rounds": 1}}]),
+            1,
+        ),
         (serde_json::json!([]), 0),
         (Value::Null, 0),
     ] {

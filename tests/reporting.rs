@@ -228,7 +228,7 @@ fn plot_writes_sane_svg_and_png() {
         }
     }
     let wrong = faultscale(&["plot", run.to_str().unwrap(), "-o", dir.path().join("x.gif").to_str().unwrap()]);
-    assert_eq!(wrong.status.code(), Some(1));
+    assert_eq!(wrong.status.code(), Some(2), "a usage error, as a missing directory is");
     assert!(text(&wrong.stderr).contains(".svg or .png"));
 }
 

@@ -21,10 +21,11 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row> {
     for m in &report.measurements {
         rows.push(summary_row(report, &costs, m, workload, mode));
         if per_cpu {
-            for worker in &m.run.workers {
+            for (index, worker) in m.run.workers.iter().enumerate() {
                 let faults_per_sec = worker.loop_faults as f64 / m.run.elapsed_s();
                 rows.push(Row {
                     cpu: Some(worker.cpu),
+                    worker: Some(index),
                     // siblings:N: the worker's own sibling; the summary row names their parent.
                     cgroup_path: worker.cgroup_path.as_deref().unwrap_or(&m.leaf.cgroup_path).to_string(),
                     faults: worker.loop_faults,
@@ -132,6 +133,7 @@ fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement, workload: 
         ns_per_level: level.map(|l| round6(l.ns_per_fault)),
         ns_per_level_low: level.and_then(|l| l.low).map(round6),
         ns_per_level_high: level.and_then(|l| l.high).map(round6),
+        worker: None,
     }
 }
 
@@ -151,7 +153,10 @@ fn knobs_of(report: &Report, m: &Measurement) -> String {
 }
 
 /// One row per worker per sample: the loop counter since the measurement started and the
-/// rate over the interval that ended at the sample.
+/// rate over the interval that ended at the sample. A row is told apart by (run_id, placement,
+/// tasks, repetition, slice, worker, elapsed_s): with `--tasks 1,3`, or two workers on one
+/// CPU, the others repeat. `tasks` and `worker` come last, so columns read by position keep
+/// theirs.
 #[derive(Debug, Default, serde::Serialize)]
 pub struct SampleRow<'a> {
     pub run_id: &'a str,
@@ -162,6 +167,9 @@ pub struct SampleRow<'a> {
     pub elapsed_s: f64,
     pub faults: u64,
     pub interval_faults_per_sec: f64,
+    pub tasks: usize,
+    /// The worker's index in its slice, 0-based (as the per-CPU rows' `worker`).
+    pub worker: usize,
 }
 
 pub fn sample_rows(report: &Report) -> Vec<SampleRow<'_>> {
@@ -182,6 +190,8 @@ pub fn sample_rows(report: &Report) -> Vec<SampleRow<'_>> {
                     elapsed_s: round6(sample.elapsed_ns as f64 / 1e9),
                     faults,
                     interval_faults_per_sec: round6((faults - previous.1) as f64 / seconds),
+                    tasks: m.run.workers.len(),
+                    worker: worker_index,
                 });
                 previous = (sample.elapsed_ns, faults);
             }

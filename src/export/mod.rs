@@ -11,7 +11,7 @@ mod resolution;
 mod sink;
 pub mod table;
 
-pub use sink::{Sink, claim_directory};
+pub use sink::{Sink, claim_directory, stdout_closed_at_start};
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -6,14 +6,14 @@
 //! Text is drawn with the DejaVu Sans font embedded in the binary (assets/), so no system font
 //! library is needed on the machine that plots.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::results::{RunFile, is_baseline};
+use crate::results::{Key, RunFile, is_baseline};
 use crate::stats::{geometric_interval, summarize};
 use crate::text::thousands;
 
@@ -65,7 +65,7 @@ fn series(file: &RunFile, chart: Chart, per_task: bool) -> BTreeMap<String, Vec<
     for (key, rates) in &file.rates {
         let scale = if per_task { key.tasks.max(1) as f64 } else { 1.0 };
         let (name, x) = match chart {
-            Chart::Tasks => (key.placement.1.clone(), key.tasks),
+            Chart::Tasks => (format!("{}{}", scope(file, key), key.placement.1), key.tasks),
             Chart::Depth => {
                 let Some(&depth) = file.depths.get(&key.placement.1) else { continue };
                 // Profiles with knobs are not plain depth steps; the depth line takes root,
@@ -74,9 +74,9 @@ fn series(file: &RunFile, chart: Chart, per_task: bool) -> BTreeMap<String, Vec<
                 if !(is_baseline(name) || name == "child" || name.starts_with("nested:")) {
                     continue;
                 }
-                (format!("{} tasks", key.tasks), depth)
+                (format!("{}{} tasks", scope(file, key), key.tasks), depth)
             }
-            Chart::Bars | Chart::Auto => (format!("{} tasks", key.tasks), 0),
+            Chart::Bars | Chart::Auto => (format!("{}{} tasks", scope(file, key), key.tasks), 0),
         };
         gathered.entry(name).or_default().entry(x).or_default().extend(rates.iter().map(|r| r / scale));
     }
@@ -123,18 +123,19 @@ where
 {
     let failed = |e: DrawingAreaErrorKind<B::ErrorType>| anyhow!("drawing the chart: {e}");
     area.fill(&WHITE).map_err(failed)?;
-    let title_of = |what: &str| format!("{what} ({})", file.name);
+    // The rate in what the workload counts (ops for fallocate, loops for mmap-file, ...).
+    let unit = file.rate_unit();
+    let title_of = |what: &str| format!("{unit}{what} ({})", file.name);
     match chart {
-        Chart::Bars | Chart::Auto => draw_bars(&area, file, &title_of("faults/s per task by placement")),
+        Chart::Bars | Chart::Auto => draw_bars(&area, file, &title_of(" per task by placement"), &unit),
         Chart::Depth => draw_lines(
             &area,
             file,
             chart,
-            &title_of("faults/s per task vs nesting depth"),
-            "levels below the base",
+            [&title_of(" per task vs nesting depth"), "levels below the base", &format!("{unit} per task")],
             true,
         ),
-        Chart::Tasks => draw_lines(&area, file, chart, &title_of("faults/s vs tasks"), "tasks", false),
+        Chart::Tasks => draw_lines(&area, file, chart, [&title_of(" vs tasks"), "tasks", &unit], false),
     }
     .map_err(|e| anyhow!("drawing the chart: {e}"))?;
     area.present().map_err(failed)?;
@@ -147,8 +148,7 @@ fn draw_lines<B: DrawingBackend>(
     area: &DrawingArea<B, Shift>,
     file: &RunFile,
     chart: Chart,
-    title: &str,
-    x_label: &str,
+    [title, x_label, y_label]: [&str; 3],
     per_task: bool,
 ) -> DrawResult
 where
@@ -189,8 +189,9 @@ where
     ctx.configure_mesh()
         .x_desc(x_label)
         // Depths and task counts are whole numbers: label those, leave the in-between ticks bare.
-        .x_label_formatter(&|x| if x.fract().abs() < 1e-9 && *x >= 0.0 { format!("{x:.0}") } else { String::new() })
-        .y_desc(if per_task { "faults/s per task" } else { "faults/s" })
+        // A tick is a sum of float steps (0 comes out as -5.6e-17, 1 as 0.99999...): rounded.
+        .x_label_formatter(&|x| whole(*x).map(|n| n.to_string()).unwrap_or_default())
+        .y_desc(y_label)
         .y_label_formatter(&|y| thousands(*y))
         .label_style(("sans-serif", 14))
         .draw()?;
@@ -218,7 +219,26 @@ where
     Ok(())
 }
 
-fn draw_bars<B: DrawingBackend>(area: &DrawingArea<B, Shift>, file: &RunFile, title: &str) -> DrawResult
+/// The whole number `x` is, give or take the float error of a tick position; None between.
+fn whole(x: f64) -> Option<u64> {
+    let rounded = x.round();
+    ((x - rounded).abs() < 1e-6 && rounded >= 0.0).then_some(rounded as u64)
+}
+
+/// Where a file holds more than one workload (or mode), the words that tell its series and
+/// bars apart: `anon `, `anon thread `; else nothing.
+fn scope(file: &RunFile, key: &Key) -> String {
+    let workloads: BTreeSet<&str> = file.rates.keys().map(|k| k.workload.as_str()).collect();
+    let modes: BTreeSet<&str> = file.rates.keys().map(|k| k.mode.as_str()).collect();
+    match (workloads.len() > 1, modes.len() > 1) {
+        (false, false) => String::new(),
+        (true, false) => format!("{} ", key.workload),
+        (false, true) => format!("{} ", key.mode),
+        (true, true) => format!("{} {} ", key.workload, key.mode),
+    }
+}
+
+fn draw_bars<B: DrawingBackend>(area: &DrawingArea<B, Shift>, file: &RunFile, title: &str, unit: &str) -> DrawResult
 where
     B::ErrorType: 'static,
 {
@@ -233,7 +253,12 @@ where
         .filter_map(|(k, rates)| {
             let s = summarize(rates)?;
             let overhead = file.overheads.get(k).and_then(|o| geometric_interval(o)).map(|i| i.mean);
-            Some((k.placement.1.clone(), s.mean / tasks as f64, s.stddev / tasks as f64, overhead))
+            Some((
+                format!("{}{}", scope(file, k), k.placement.1),
+                s.mean / tasks as f64,
+                s.stddev / tasks as f64,
+                overhead,
+            ))
         })
         .collect();
     let y_max = bars.iter().map(|(_, m, s, _)| m + s).fold(0.0, f64::max) * 1.15;
@@ -256,7 +281,7 @@ where
             }
         })
         .x_desc(format!("placement ({tasks} tasks)"))
-        .y_desc("faults/s per task")
+        .y_desc(format!("{unit} per task"))
         .y_label_formatter(&|y| thousands(*y))
         .label_style(("sans-serif", 14))
         .draw()?;

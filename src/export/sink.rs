@@ -45,6 +45,11 @@ static NOTE_CLOSED_STDOUT: extern "C" fn() = {
     note
 };
 
+/// Whether standard output was closed when faultscale started (`>&-`).
+pub fn stdout_closed_at_start() -> bool {
+    STDOUT_CLOSED_AT_START.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Symlink hops followed before giving up (the kernel's own limit is 40).
 const MAX_LINKS: usize = 40;
 

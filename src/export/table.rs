@@ -347,10 +347,12 @@ fn overhead_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSu
             .iter()
             .any(|b| b.placement.is_baseline() && b.tasks == summary.tasks && b.cpu_ns_per_fault.is_some());
         let basis = match (summary.cpu_ns_per_fault.is_some() && baseline_cost, summary.throughput_vs_baseline) {
-            (true, Some(throughput)) => {
-                format!("; from CPU ns per fault, throughput ratio {:.1}%", 100.0 * throughput.mean)
-            }
-            (true, None) => "; from CPU ns per fault".into(),
+            (true, Some(throughput)) => format!(
+                "; from CPU ns per {}, throughput ratio {:.1}%",
+                report.unit.singular(),
+                100.0 * throughput.mean
+            ),
+            (true, None) => format!("; from CPU ns per {}", report.unit.singular()),
             (false, _) => "; from throughput (no on-CPU times)".into(),
         };
         writeln!(

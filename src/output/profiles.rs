@@ -5,6 +5,7 @@ use anyhow::{Result, anyhow};
 use crate::cgroup::knobs::{skipped_on, writes_for};
 use crate::cgroup::{self, VersionChoice};
 use crate::plan::profile;
+use crate::text::escaped;
 
 /// One line per shipped profile: name, depth, knobs per level, description.
 pub fn list() -> Result<()> {
@@ -18,7 +19,7 @@ pub fn list() -> Result<()> {
             .flat_map(|(i, level)| level.iter().map(move |k| format!("L{}:{}={}", i + 1, k.name, compact(k))))
             .collect();
         let knobs = if knobs.is_empty() { "-".to_string() } else { knobs.join(" ") };
-        out!("{:<12} {:>5}  {:<28} {}", p.name, p.levels.len(), knobs, p.description);
+        out!("{:<12} {:>5}  {:<28} {}", p.name, p.levels.len(), knobs, escaped(&p.description));
     }
     Ok(())
 }
@@ -36,7 +37,8 @@ fn compact(knob: &crate::cgroup::knobs::Knob) -> String {
 pub fn show(name: &str, version: VersionChoice) -> Result<()> {
     let p = profile::load(name)?;
     let hierarchy = cgroup::detect()?.memory_hierarchy(version)?;
-    out!("{}: {} (cgroup {} names; nothing is created)", p.name, p.description, hierarchy.version);
+    // A profile file is anyone's text: its description is shown escaped (its name is checked).
+    out!("{}: {} (cgroup {} names; nothing is created)", p.name, escaped(&p.description), hierarchy.version);
     out!("<base>");
     for (index, level) in p.levels.iter().enumerate() {
         let indent = "  ".repeat(index + 1);

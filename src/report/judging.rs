@@ -31,8 +31,11 @@ pub fn conclude(report: &mut Report) {
     });
     let shape = workload::shape(&report.plan.workload_settings(None));
     if shape.exact {
-        let disagreements: Vec<Warning> =
-            report.measurements.iter().filter_map(|m| counts_disagree(&report.plan, m, shape.per_iteration)).collect();
+        let disagreements: Vec<Warning> = report
+            .measurements
+            .iter()
+            .filter_map(|m| counts_disagree(&report.plan, m, shape.per_iteration, shape.unit))
+            .collect();
         report.warnings.extend(disagreements);
     }
     report.finished = true;
@@ -43,7 +46,12 @@ pub fn conclude(report: &mut Report) {
 /// SIGSTOP freezes each worker mid-iteration: the kernel has counted up to one iteration's
 /// faults per worker that the loop counter has not. That much difference is the protocol,
 /// not a disagreement; anything beyond it and 1% is.
-fn counts_disagree(plan: &crate::plan::Plan, m: &Measurement, per_iteration: u64) -> Option<Warning> {
+fn counts_disagree(
+    plan: &crate::plan::Plan,
+    m: &Measurement,
+    per_iteration: u64,
+    unit: workload::Unit,
+) -> Option<Warning> {
     let loop_faults = m.run.loop_faults();
     let kernel_faults = m.run.kernel_faults();
     let in_flight = (m.run.workers.len() as u64 * per_iteration) as f64;
@@ -53,6 +61,7 @@ fn counts_disagree(plan: &crate::plan::Plan, m: &Measurement, per_iteration: u64
             slice: plan.slice_name(m.round),
             loop_faults,
             kernel_faults,
+            unit: unit.name(),
         },
     )
 }

@@ -47,6 +47,9 @@ pub const DISTURBED_SHARE: f64 = 0.02;
 /// alike, and the table says so.
 pub const DISTURBED_LEFT_OUT_UP_TO: f64 = 0.5;
 
+/// Disturbed slices are left out only from runs of at least this many rounds.
+pub const MIN_ROUNDS_TO_LEAVE_OUT: u32 = 10;
+
 impl Measurement {
     /// The largest share of the slice any worker spent runnable but waiting for its CPU
     /// (schedstat's run_delay). None without schedstat, or where workers share a CPU by design
@@ -272,9 +275,14 @@ impl Report {
         counts(m, self.leaves_out_disturbed(m.tasks))
     }
 
-    /// Whether disturbed slices are left out at `tasks`: while they are at most
-    /// DISTURBED_LEFT_OUT_UP_TO of its slices.
+    /// Whether disturbed slices are left out at `tasks`: in runs of MIN_ROUNDS_TO_LEAVE_OUT
+    /// rounds or more, while they are at most DISTURBED_LEFT_OUT_UP_TO of its slices.
     pub fn leaves_out_disturbed(&self, tasks: usize) -> bool {
+        // A run of a few slices (a smoke test) keeps them all: leaving one out could leave a
+        // placement with no figure at all.
+        if self.plan.rounds() < MIN_ROUNDS_TO_LEAVE_OUT {
+            return false;
+        }
         let slices = || self.measurements.iter().filter(|m| m.tasks == tasks && !m.run.overran && m.round_complete);
         let disturbed = slices().filter(|m| m.disturbed()).count();
         disturbed as f64 <= DISTURBED_LEFT_OUT_UP_TO * slices().count() as f64
@@ -665,6 +673,39 @@ mod tests {
         assert!(memcg.ns_per_fault > 0.0);
         assert_eq!(memcg.low, Some(0.0));
         assert!(memcg.high.unwrap() > 2.0 * memcg.ns_per_fault);
+    }
+
+    /// A report of `rounds` rounds whose slices listed in `disturbed` (measurement indexes)
+    /// waited 10% of the slice for their CPU; the others 0.1%.
+    fn with_waits(rounds: usize, disturbed: &[usize]) -> Report {
+        let mut report = synthetic_report(&vec![(100_000.0, 90_000.0); rounds]);
+        report.plan.slices = rounds as u32;
+        for (index, m) in report.measurements.iter_mut().enumerate() {
+            let wait = if disturbed.contains(&index) { 200_000_000 } else { 2_000_000 };
+            for worker in &mut m.run.workers {
+                (worker.on_cpu_ns, worker.wait_ns) = (Some(1_800_000_000), Some(wait));
+            }
+        }
+        report
+    }
+
+    #[test]
+    fn disturbed_slices_are_left_out_while_a_minority_of_a_long_enough_run() {
+        let report = with_waits(12, &[1, 3, 5]);
+        assert!(report.leaves_out_disturbed(2));
+        assert!(!report.counted(&report.measurements[1]) && report.counted(&report.measurements[0]));
+        let child = &report.summaries()[1];
+        assert_eq!(child.faults_per_sec.n, 9);
+        assert!((child.counted_share.unwrap() - 0.75).abs() < 1e-9);
+        // Their baselines' ratios go with them: 9 rounds pair.
+        assert_eq!(child.overhead_vs_baseline.unwrap().n, 9);
+        // Most slices disturbed: all count, disturbed alike.
+        let busy = with_waits(12, &(0..14).collect::<Vec<_>>());
+        assert!(!busy.leaves_out_disturbed(2));
+        assert!(busy.measurements.iter().all(|m| busy.counted(m)));
+        // A short run keeps every slice.
+        let short = with_waits(4, &[1]);
+        assert!(!short.leaves_out_disturbed(2) && short.counted(&short.measurements[1]));
     }
 
     #[test]

@@ -115,6 +115,9 @@ pub struct Row {
     pub ns_per_level: Option<f64>,
     pub ns_per_level_low: Option<f64>,
     pub ns_per_level_high: Option<f64>,
+    /// Empty on summary rows; on --per-cpu rows the worker's index in its slice (0-based), which
+    /// tells apart two workers sharing a CPU. Last, so columns read by position keep theirs.
+    pub worker: Option<usize>,
 }
 
 impl Row {

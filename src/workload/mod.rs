@@ -202,13 +202,16 @@ const ROWS: [Facts; 13] = [
         )
     },
     Facts {
+        // Counted per page: on a disk filesystem one fault maps several pages (fault-around,
+        // large page-cache folios), where tmpfs takes one a page; the kernel's count says how
+        // many (a warning gives pages per fault).
         per_iteration: PerIteration::ChunkPages,
         exact: Exactness::Exact,
         tmpdir: Some("/tmp"),
         ..row(
             WorkloadKind::FileShared,
             "file-shared",
-            Unit::Faults,
+            Unit::Pages,
             "mmap a per-worker file shared, write one byte per page (page cache faults, dirtying), munmap",
             |s, i| Box::new(file_chunk::FileChunk::shared(s, i)),
         )
@@ -286,10 +289,11 @@ const ROWS: [Facts; 13] = [
     Facts {
         exact: Exactness::Exact,
         tmpdir: Some("/dev/shm"),
+        // Pages, as will-it-scale counts them: off tmpfs a fault maps several (file-shared's).
         ..row(
             WorkloadKind::PageFault3,
             "page_fault3",
-            Unit::Faults,
+            Unit::Pages,
             "will-it-scale page_fault3: 128 MiB shared file mapping, counted per page",
             |s, i| Box::new(page_fault::PageFault::new(s, i, page_fault::Variant::FileShared)),
         )
@@ -548,7 +552,8 @@ mod tests {
         assert_eq!(shape(WorkloadKind::Anon, ThpMode::Keep), (Unit::Faults, 256, false));
         assert_eq!(shape(WorkloadKind::Usemem, ThpMode::Never), (Unit::Faults, 2048, true));
         assert_eq!(shape(WorkloadKind::Fork, ThpMode::Never), (Unit::Faults, 2048, false));
-        assert_eq!(shape(WorkloadKind::FileShared, ThpMode::Keep), (Unit::Faults, 256, true));
+        assert_eq!(shape(WorkloadKind::FileShared, ThpMode::Keep), (Unit::Pages, 256, true));
+        assert_eq!(shape(WorkloadKind::PageFault3, ThpMode::Keep), (Unit::Pages, 1, true));
         assert_eq!(shape(WorkloadKind::MmapFile, ThpMode::Never), (Unit::Loops, 1, false));
         assert_eq!(shape(WorkloadKind::UsememFile, ThpMode::Never), (Unit::Pages, 1, false));
         assert_eq!(shape(WorkloadKind::PageFault1, ThpMode::Always), (Unit::Faults, 1, false));
