@@ -127,24 +127,9 @@ impl fmt::Display for Warning {
                 f,
                 "{placement} {slice}: measured {measured_s:.2} s for {asked_s} s asked (stopped, or starved by overload or more tasks than the CPUs serve); its figures are flagged overran"
             ),
-            Warning::MoreSlices { placement, kind, more } => {
-                write!(f, "{placement}: {more} more slice(s) {kind}, as above")
+            Warning::MoreSlices { .. } | Warning::Disturbed { .. } | Warning::ControlSignificant { .. } => {
+                self.fmt_resolution(f)
             }
-            Warning::Disturbed { placement, disturbed, slices, left_out } => write!(
-                f,
-                "{placement}: in {disturbed} of {slices} slices a worker waited for its CPU over 2% of the slice (other load ran there, and took its caches too); {}",
-                if *left_out {
-                    "they are left out of the figures"
-                } else {
-                    "they count (the run has too few rounds to leave any out, or they are most of its slices): the figures carry that load"
-                }
-            ),
-            Warning::ControlSignificant { tasks, low, high } => write!(
-                f,
-                "the control at {tasks} tasks came out significant ({:.1}-{:.1}%, where it is 100% by construction): the interval does not hold on this machine now, so no verdict of this run is to be trusted; measure when the machine is quieter, or longer",
-                100.0 * low,
-                100.0 * high
-            ),
             Warning::CpuTaken { .. }
             | Warning::WaitedForCpu { .. }
             | Warning::Blocked { .. }
@@ -168,6 +153,31 @@ impl Warning {
             Warning::Stolen { placement, .. } => (placement, "where the hypervisor stole a CPU"),
             _ => return None,
         })
+    }
+
+    /// The warnings about what the run resolves: slices counted, disturbed, the control.
+    fn fmt_resolution(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::MoreSlices { placement, kind, more } => {
+                write!(f, "{placement}: {more} more slice(s) {kind}, as above")
+            }
+            Warning::Disturbed { placement, disturbed, slices, left_out } => write!(
+                f,
+                "{placement}: in {disturbed} of {slices} slices a worker waited for its CPU over 2% of the slice (other load ran there, and took its caches too); {}",
+                if *left_out {
+                    "they are left out of the figures"
+                } else {
+                    "they count (the run has too few rounds to leave any out, or they are most of its slices): the figures carry that load"
+                }
+            ),
+            Warning::ControlSignificant { tasks, low, high } => write!(
+                f,
+                "the control at {tasks} tasks came out significant ({:.1}-{:.1}%, where it is 100% by construction): the interval does not hold on this machine now, so no verdict of this run is to be trusted; measure when the machine is quieter, or longer",
+                100.0 * low,
+                100.0 * high
+            ),
+            _ => Ok(()),
+        }
     }
 
     /// The warnings about a worker's time off its CPU, each saying what was measured.
