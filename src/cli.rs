@@ -111,8 +111,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true, conflicts_with_all = ["duration", "warmup"])]
     pub iterations: Option<String>,
 
-    /// Slices the --duration is split into [default: from 5 s, one per 0.1 s (at most
-    /// 1000); below, one per second]
+    /// Slices the --duration is split into [default: from 5 s, one per 25 ms (at most
+    /// 4000); below, one per second]
     #[arg(long, default_value = "auto", value_name = "N|auto", allow_hyphen_values = true)]
     pub slices: String,
 

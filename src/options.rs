@@ -20,9 +20,11 @@ use crate::workload::{ThpMode, WorkloadKind};
 const MIN_DURATION: Duration = Duration::from_millis(100);
 /// `--slices auto`: the slice length from this --duration on.
 const AUTO_SLICING_FROM: Duration = Duration::from_secs(5);
-const AUTO_SLICE_S: f64 = 0.1;
+const AUTO_SLICE_S: f64 = 0.025;
+/// The most slices `auto` makes (100 s at 0.025 s) and `--slices` takes.
+const MAX_SLICES: u32 = 4000;
 /// The shortest slice: below it the freeze and thaw are a visible part of the slice.
-const MIN_SLICE: Duration = Duration::from_millis(50);
+const MIN_SLICE: Duration = Duration::from_millis(20);
 
 /// The longest placement name: within NAME_MAX (255) with the run's `faultscale-<pid>-<nonce>-`
 /// before it and a flame graph's `-<N>tasks-vs-root.svg` after it.
@@ -235,23 +237,24 @@ fn check_turns(timing: &Timing, task_counts: &[usize], cpus: usize) -> Result<()
     Ok(())
 }
 
-/// `--slices`: the number given, or by default one per 0.1 s of `duration` from 5 s, one per
+/// `--slices`: the number given, or by default one per 25 ms of `duration` from 5 s, one per
 /// second below (3 whole runs for fixed work); each fixed-time slice at least MIN_SLICE long.
 fn slices(args: &RunArgs, fixed_work: bool, duration: Duration) -> Result<u32> {
     let slices = match args.slices.trim() {
         // Fixed work: three whole runs, the fewest that give an interval.
         "auto" if fixed_work => 3,
-        // From 5 s, tenth-of-a-second slices (at most 1000): workers live through the run,
-        // frozen between slices, so a slice costs no fork and no warmup, and short slices
-        // interleave finely enough that slow drift cancels in each ABBA block
-        // (scripts/bench-noise, README). Shorter runs (smoke tests) keep one slice per second.
-        "auto" if duration >= AUTO_SLICING_FROM => ((duration.as_secs_f64() / AUTO_SLICE_S).round() as u32).min(1000),
+        // From 5 s, 25 ms slices (at most MAX_SLICES): workers live through the run, frozen
+        // between slices, so a slice costs no fork and no warmup, and short slices pair
+        // neighbouring moments of a noisy machine: on the 2-CPU VM, 10 s, the overhead's 95%
+        // half-width was 1.7-1.8 points with 0.1 s slices, 0.9-1.35 with 50 ms, 0.6-0.9 with
+        // 25 ms (README, Benchmarks). Shorter runs (smoke tests) keep one slice per second.
+        "auto" if duration >= AUTO_SLICING_FROM => {
+            ((duration.as_secs_f64() / AUTO_SLICE_S).round() as u32).min(MAX_SLICES)
+        }
         "auto" => (duration.as_secs_f64().floor() as u32).clamp(1, 10),
-        text => text
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=1000).contains(n))
-            .ok_or_else(|| anyhow!("--slices {text:?}: give a whole number of slices from 1 to 1000, or auto"))?,
+        text => text.parse::<u32>().ok().filter(|n| (1..=MAX_SLICES).contains(n)).ok_or_else(|| {
+            anyhow!("--slices {text:?}: give a whole number of slices from 1 to {MAX_SLICES}, or auto")
+        })?,
     };
     if !fixed_work && duration / slices < MIN_SLICE {
         bail!(
@@ -470,14 +473,14 @@ mod tests {
     }
 
     #[test]
-    fn auto_slices_are_tenths_of_a_second_from_five_seconds_and_seconds_below() {
+    fn auto_slices_are_25_ms_from_five_seconds_and_seconds_below() {
         use clap::Parser;
         let auto = |duration: f64| {
             let cli = cli::Cli::parse_from(["faultscale", "--duration", &duration.to_string()]);
             slices(&cli.run, false, Duration::from_secs_f64(duration)).unwrap()
         };
         assert_eq!([auto(0.1), auto(1.0), auto(2.5), auto(4.9)], [1, 1, 2, 4]);
-        assert_eq!([auto(5.0), auto(10.0), auto(60.0), auto(100.0), auto(3600.0)], [50, 100, 600, 1000, 1000]);
+        assert_eq!([auto(5.0), auto(10.0), auto(60.0), auto(100.0), auto(3600.0)], [200, 400, 2400, 4000, 4000]);
         let cli = cli::Cli::parse_from(["faultscale", "--iterations", "100"]);
         assert_eq!(slices(&cli.run, true, Duration::ZERO).unwrap(), 3, "fixed work: three whole runs");
     }

@@ -28,6 +28,7 @@ pub fn run(
     checkpoint: &mut dyn FnMut(&Report),
 ) -> Result<Report> {
     let mut session = Session::set_up(plan, detected, allowed_cpus)?;
+    run::raise_harness_priority();
     let mut slicer = RealSlicer::new(session.run_spec(), session.hierarchy.clone());
     measure_all(&mut session.report, &session.leaves, &mut slicer, progress, checkpoint);
     // Every worker gone before the tree they ran in is removed.
@@ -113,6 +114,7 @@ impl Session {
             removal_error: None,
             interrupted: None,
             finished: false,
+            leave_out_memo: Default::default(),
             plan,
         };
         Ok(Session { hierarchy, tree, leaves, files, report })

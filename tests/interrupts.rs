@@ -89,7 +89,11 @@ fn a_second_ctrl_c_does_not_abandon_cleanup_and_completed_repetitions_are_kept()
     assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
     let rows = read_csv(&csv);
     assert!(!rows.is_empty());
-    assert_eq!(rows.len() % 2, 0, "only whole repetitions are written");
+    // Every completed slice is written; only those of the round the stop cut short are flagged
+    // (and in no figure), so the counted ones pair up (#29.1).
+    let counted = rows.iter().filter(|r| r["counted"] == "true").count();
+    assert_eq!(counted % 2, 0, "counted slices come in whole rounds: {rows:?}");
+    assert!(rows.iter().filter(|r| r["round_complete"] == "false").count() <= 1, "{rows:?}");
     assert!(rows.iter().all(|r| r["run_complete"] == "false"));
     let repetitions: Vec<u32> = rows.iter().map(|r| r["repetition"].parse().unwrap()).collect();
     assert!(*repetitions.iter().max().unwrap() < 20);

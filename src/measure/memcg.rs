@@ -7,18 +7,6 @@ use std::path::Path;
 
 use crate::cgroup::fs::stat_value;
 
-/// The cgroup's pgfault counter, or None where the kernel has no memory.stat there (the v2
-/// root has none on some kernels).
-pub fn pgfault(cgroup_dir: &Path) -> Option<u64> {
-    let text = std::fs::read_to_string(cgroup_dir.join("memory.stat")).ok()?;
-    stat_value(&text, "pgfault")
-}
-
-/// pgfault summed over `dirs` (None if any has no memory.stat).
-pub fn pgfault_over(dirs: &[&Path]) -> Option<u64> {
-    dirs.iter().map(|dir| pgfault(dir)).sum()
-}
-
 /// How many tasks the OOM killer has killed in this cgroup (v2 memory.events, v1
 /// memory.oom_control; both name the counter oom_kill).
 pub fn oom_kills(cgroup_dir: &Path) -> Option<u64> {

@@ -102,5 +102,6 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
         removal_error: None,
         interrupted: None,
         finished: true,
+        leave_out_memo: Default::default(),
     }
 }

@@ -182,6 +182,17 @@ pub struct Report {
     pub interrupted: Option<i32>,
     /// False while the run is still going (a checkpoint written between slices).
     pub finished: bool,
+    /// `leaves_out_disturbed` per task count, for the measurements as they were when it was
+    /// worked out: every figure asks it of every slice.
+    pub leave_out_memo: std::cell::RefCell<LeaveOutMemo>,
+}
+
+/// What `leaves_out_disturbed` found, and for which state of the measurements.
+#[derive(Debug, Default)]
+pub struct LeaveOutMemo {
+    /// (measurements, interrupted): the state it holds for.
+    state: (usize, bool),
+    by_tasks: Vec<(usize, bool)>,
 }
 
 impl Report {
@@ -283,6 +294,21 @@ impl Report {
         if self.plan.rounds() < MIN_ROUNDS_TO_LEAVE_OUT {
             return false;
         }
+        // Slices are only added, and a round is only flagged cut short as the stop is noted.
+        let state = (self.measurements.len(), self.interrupted.is_some());
+        let mut memo = self.leave_out_memo.borrow_mut();
+        if memo.state != state {
+            *memo = LeaveOutMemo { state, by_tasks: Vec::new() };
+        }
+        if let Some(&(_, leave_out)) = memo.by_tasks.iter().find(|(t, _)| *t == tasks) {
+            return leave_out;
+        }
+        let leave_out = self.disturbed_are_few(tasks);
+        memo.by_tasks.push((tasks, leave_out));
+        leave_out
+    }
+
+    fn disturbed_are_few(&self, tasks: usize) -> bool {
         let slices = || self.measurements.iter().filter(|m| m.tasks == tasks && !m.run.overran && m.round_complete);
         let disturbed = slices().filter(|m| m.disturbed()).count();
         disturbed as f64 <= DISTURBED_LEFT_OUT_UP_TO * slices().count() as f64

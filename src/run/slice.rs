@@ -43,7 +43,7 @@ const START_TIMEOUT_NS: u64 = 20_000_000_000;
 /// ABBA repeats a placement at a round's turn, so every measured window starts after the same
 /// settling. What the settling window costs per fault, against the measured window, is the
 /// switch's cost (`HarnessTimes::settle_*`, scripts/bench-noise).
-const SETTLE_NS: u64 = 2_000_000;
+const SETTLE_NS: u64 = 500_000;
 
 /// A slice longer than asked by more than this (besides 10%) overran: the harness was
 /// stopped or starved. Short slices end late by a wakeup's latency, which costs nothing: the
@@ -254,7 +254,7 @@ impl Crew {
     /// frozen again; returns what its workers spent on their CPUs and the faults they took
     /// there, and the snapshot the measured window starts from.
     fn settle(&mut self) -> Result<(u64, u64, Snapshot)> {
-        let parked = self.snapshot()?;
+        let parked = self.loop_and_cpu_times();
         self.workers.signal_all(Signal::SIGCONT)?;
         wait_until(monotonic_ns() + SETTLE_NS, &mut self.workers, &self.slots)?;
         freeze(&mut self.workers, &self.slots)?;
@@ -302,6 +302,18 @@ impl Crew {
         }
     }
 
+    /// The loop counters and the scheduler's times alone: what the settling window needs.
+    fn loop_and_cpu_times(&self) -> Snapshot {
+        let process = |i: usize| self.workers.process_of(i).as_raw();
+        let count = self.count();
+        Snapshot {
+            iterations: (0..count).map(|i| self.slots.get(i).iterations.load(Ordering::Relaxed)).collect(),
+            counts: vec![None; count],
+            sched: (0..count).map(|i| sched_times(process(i), self.tids[i])).collect(),
+            ..Snapshot::default()
+        }
+    }
+
     /// Every counter of the crew now; the workers are frozen or parked, so nothing moves.
     fn snapshot(&mut self) -> Result<Snapshot> {
         let perf = self
@@ -323,7 +335,8 @@ impl Crew {
                 Mode::Thread => Vec::new(),
             },
             steal_ns: steal_ns(),
-            memcg_pgfault: memcg::pgfault_over(&dirs),
+            // memory.stat read once: `counters_over` parsed pgfault with the rest.
+            memcg_pgfault: memcg.stat.pgfault,
             memcg,
             psi_scope,
         })
