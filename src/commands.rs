@@ -349,6 +349,7 @@ fn load(path: &str) -> Result<RunFile> {
 pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) -> Result<ExitCode> {
     let base = load(base)?;
     let mut changes = Vec::new();
+    let mut levels = Vec::new();
     for path in new {
         let file = load(path)?;
         let settings = compare::setting_differences(&base, &file);
@@ -364,11 +365,20 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
             say!("faultscale: warning: {warning}");
         }
         changes.extend(compare::compare(&base, &file));
+        levels.extend(compare::level_changes(&base, &file));
     }
     if changes.is_empty() {
         bail!("no rows match between the files (workload, mode, tasks and placement must agree)");
     }
-    export::comparison(&mut std::io::stdout().lock(), &changes, format)?;
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    export::comparison(&mut out, &changes, format)?;
+    // The per-level cost is one figure per run, not a row: said under the table.
+    if format == export::Format::Table {
+        for line in levels {
+            writeln!(out, "{line}")?;
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -189,6 +189,12 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
             file.name, file.overran
         ));
     }
+    for file in [base, new].into_iter().filter(|f| f.left_out > 0) {
+        warnings.push(format!(
+            "{}: {} slice(s) the run itself left out (disturbed by other load, or of a round a stop cut short) are left out here too",
+            file.name, file.left_out
+        ));
+    }
     for file in [base, new].into_iter().filter(|f| f.duplicates > 0) {
         warnings.push(crate::results::duplicates_note(file));
     }
@@ -216,6 +222,35 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
     warnings
 }
 
+/// The cost of one memcg level in both files, and its change with a 95% interval (the two
+/// runs independent: the half-widths add in quadrature), per workload, mode and task count.
+pub fn level_changes(base: &RunFile, new: &RunFile) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (key, b) in &base.per_level {
+        let Some(n) = new.per_level.get(key) else { continue };
+        let half = |f: &crate::results::LevelFigure| Some((f.high? - f.low?) / 2.0);
+        let interval = match (half(b), half(n)) {
+            (Some(hb), Some(hn)) => {
+                let h = (hb * hb + hn * hn).sqrt();
+                let change = n.ns_per_fault - b.ns_per_fault;
+                let verdict = if change.abs() > h { "significant" } else { "not significant" };
+                format!(" (95% CI {:+.1} to {:+.1}, {verdict})", change - h, change + h)
+            }
+            _ => String::new(),
+        };
+        lines.push(format!(
+            "each memcg level ({} {} {} tasks): {:.1} -> {:.1} ns/fault, change {:+.1} ns{interval}",
+            key.0,
+            key.1,
+            key.2,
+            b.ns_per_fault,
+            n.ns_per_fault,
+            n.ns_per_fault - b.ns_per_fault
+        ));
+    }
+    lines
+}
+
 /// Up to five row labels, then how many more: a sweep's hundred rows stay one line.
 fn named(labels: &[String]) -> String {
     const MOST: usize = 5;
@@ -241,6 +276,31 @@ mod tests {
             text += &format!("r,{kernel},h,v1,anon,process,2,{placement},{round},0,1,\n");
         }
         RunFile::from_csv(name.into(), &text).unwrap()
+    }
+
+    #[test]
+    fn the_per_level_cost_changes_with_its_interval() {
+        let figure = |ns: f64, half: f64| crate::results::LevelFigure {
+            ns_per_fault: ns,
+            low: Some(ns - half),
+            high: Some(ns + half),
+        };
+        let key = ("anon".to_string(), "process".to_string(), 2);
+        let (mut base, mut new) = (RunFile::default(), RunFile::default());
+        (base.name, new.name) = ("a.csv".into(), "b.csv".into());
+        base.per_level.insert(key.clone(), figure(20.0, 3.0));
+        new.per_level.insert(key.clone(), figure(30.0, 4.0));
+        let lines = level_changes(&base, &new);
+        // Half-widths 3 and 4 add to 5: a change of 10 is outside +-5.
+        assert_eq!(
+            lines,
+            [
+                "each memcg level (anon process 2 tasks): 20.0 -> 30.0 ns/fault, change +10.0 ns (95% CI +5.0 to +15.0, significant)"
+            ]
+        );
+        new.per_level.insert(key, figure(24.0, 4.0));
+        assert!(level_changes(&base, &new)[0].ends_with("not significant)"));
+        assert!(level_changes(&base, &RunFile::default()).is_empty());
     }
 
     #[test]

@@ -85,7 +85,7 @@ impl RunOptions {
         check_turns(&timing, &task_counts, cpus.len())?;
         let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
         let memory = WorkloadMemory::from_args(args, page_size)?;
-        check_inodes(args, &memory.tmpdir, task_counts.iter().max().copied().unwrap_or(1))?;
+        check_inodes(args, &memory.tmpdir, task_counts.iter().max().copied().unwrap_or(1) * placements.len())?;
         let profile_dir = profile_dir(args)?;
         check_one_stdout(args)?;
 
@@ -365,18 +365,19 @@ impl WorkloadMemory {
     }
 }
 
-/// A file workload's inodes: its directory, its boot-id file and one file per task. A
+/// A file workload's inodes: its directory, its boot-id file and one file per worker alive at
+/// once (each placement's crew at the largest task count: `workers`). A
 /// filesystem that has fewer free (a tmpfs with nr_inodes=4) passes the directory probe and
 /// then fails every slice; one that counts no inodes (f_files 0, btrfs) is not judged.
-fn check_inodes(args: &RunArgs, tmpdir: &Path, tasks: usize) -> Result<()> {
+fn check_inodes(args: &RunArgs, tmpdir: &Path, workers: usize) -> Result<()> {
     if !WorkloadKind::from(args.workload).needs_files() {
         return Ok(());
     }
     let Ok(stat) = nix::sys::statvfs::statvfs(tmpdir) else { return Ok(()) };
-    let needed = 2 + tasks as u64;
+    let needed = 2 + workers as u64;
     if stat.files() > 0 && (stat.files_available() as u64) < needed {
         bail!(
-            "--tmpdir {}: {} free inodes, and the run needs {needed} (its directory, a boot-id file and a file per task); give a directory with more free inodes",
+            "--tmpdir {}: {} free inodes, and the run needs {needed} (its directory, a boot-id file and a file per worker of every placement, all alive at once); give a directory with more free inodes",
             tmpdir.display(),
             stat.files_available()
         );

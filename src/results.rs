@@ -56,8 +56,19 @@ pub struct RunFile {
     /// Rows left out as repeats of an earlier row (the same run, workload, mode, placement,
     /// tasks, repetition and slice: a file concatenated with itself).
     pub duplicates: usize,
+    /// The run's cost of one memcg level per (workload, mode, tasks): ns per fault with its
+    /// 95% interval, where the run fitted one.
+    pub per_level: BTreeMap<(String, String, u64), LevelFigure>,
     /// The rows read so far, by what tells slices apart (files with a repetition column).
     seen: std::collections::BTreeSet<(String, String, String, String, u64, u32, u32)>,
+}
+
+/// A run's per-level cost as its file holds it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LevelFigure {
+    pub ns_per_fault: f64,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
 }
 
 /// A file whose rows disagree on a setting or a machine fact: two runs in one file, which no
@@ -335,6 +346,10 @@ impl RunFile {
             );
         }
         let k = key(&row.workload, &row.mode, row.tasks as u64, &row.placement);
+        if let Some(ns) = row.ns_per_level.filter(|v| v.is_finite()) {
+            let figure = LevelFigure { ns_per_fault: ns, low: row.ns_per_level_low, high: row.ns_per_level_high };
+            self.per_level.insert((k.workload.clone(), k.mode.clone(), k.tasks), figure);
+        }
         self.check_agrees(columns, place, &k, &row)?;
         if !row.unit.is_empty() {
             self.units.entry(k.workload.clone()).or_insert_with(|| crate::text::escaped(&row.unit).into_owned());
@@ -443,6 +458,17 @@ impl RunFile {
             file.add_measurement(settings, workload, mode, m)?;
         }
         file.add_json_facts(&document["environment"]);
+        for level in document["per_level"].as_array().into_iter().flatten() {
+            let (Some(tasks), Some(ns)) = (level["tasks"].as_u64(), level["cpu"]["ns_per_fault"].as_f64()) else {
+                continue;
+            };
+            let figure = LevelFigure {
+                ns_per_fault: ns,
+                low: level["cpu"]["low"].as_f64(),
+                high: level["cpu"]["high"].as_f64(),
+            };
+            file.per_level.insert((workload.to_string(), mode.to_string(), tasks), figure);
+        }
         if file.rates.is_empty() {
             bail!("{name}: no measurements");
         }
@@ -490,6 +516,10 @@ impl RunFile {
         }
         if overran.as_bool() == Some(true) {
             self.overran += 1;
+            return Ok(());
+        }
+        if m["counted"].as_bool() == Some(false) {
+            self.left_out += 1;
             return Ok(());
         }
         if tasks == 0 {

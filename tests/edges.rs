@@ -86,9 +86,10 @@ fn a_tmpdir_without_inodes_for_every_task_is_refused_up_front() {
     let dir = tempfile::tempdir().unwrap();
     let small = dir.path().join("small");
     std::fs::create_dir(&small).unwrap();
-    // Two tasks: the run's directory, its boot-id file and two files need 4 inodes, the
+    // Two tasks in each of two placements (the baseline and child, whose workers live at
+    // once): the run's directory, its boot-id file and four files need 6 inodes, the
     // tmpfs's root takes one.
-    for (inodes, code) in [(3, 2), (4, 2), (5, 0)] {
+    for (inodes, code) in [(3, 2), (6, 2), (7, 0)] {
         let script = format!(
             "mount -t tmpfs -o nr_inodes={inodes} fsinodes {small} && exec {bin} --base {BASE} --workload page_fault3 --tmpdir {small} --tasks 2 --duration 0.2 --slices 1 -q",
             small = small.display(),
@@ -98,7 +99,7 @@ fn a_tmpdir_without_inodes_for_every_task_is_refused_up_front() {
         let stderr = text(&output.stderr);
         assert_eq!(output.status.code(), Some(code), "nr_inodes={inodes}: {stderr}");
         if code == 2 {
-            assert!(stderr.contains("free inodes, and the run needs 4") && stderr.lines().count() == 1, "{stderr}");
+            assert!(stderr.contains("free inodes, and the run needs 6") && stderr.lines().count() == 1, "{stderr}");
         }
         assert_nothing_left(&base, pid);
     }

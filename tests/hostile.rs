@@ -150,7 +150,7 @@ fn bad_outputs_are_refused_before_anything_runs() {
     let output = Command::new("sh").args(["-c", &script]).output().unwrap();
     let said = text(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{said}");
-    assert!(said.contains("--csv -: standard output was closed when faultscale started"), "{said}");
+    assert!(said.contains("standard output is closed") && said.lines().count() == 1, "{said}");
 }
 
 /// #24.11: `--json /dev/stdout` is stdout by another name: the table goes to stderr, as with
@@ -920,7 +920,7 @@ fn warnings_say_what_really_happened() {
     }
 
     // A stop with nothing completed says nothing was written, not "wrote the 0".
-    let child = spawn(&["--base", BASE, "--duration", "30"]);
+    let child = spawn(&["--base", BASE, "--duration", "30", "--slices", "1"]);
     let pid = child.id();
     wait_running(&base, pid);
     std::thread::sleep(Duration::from_millis(300));
@@ -950,14 +950,17 @@ fn warnings_say_what_really_happened() {
     let output = child.wait_with_output().unwrap();
     assert_nothing_left(&base, pid);
     let said = text(&output.stderr);
-    assert!(said.contains("wrote the 1 measured slices, marked run_complete=false"), "{said}");
-    // #29.1: the slice on disk is kept, flagged as of a round the stop cut short.
+    // #29.1: the slices on disk are kept: the baseline's, and the child's where it finished
+    // before the signal; a round the stop cut short is flagged, in no figure.
     let rows = read_csv(&csv);
-    assert_eq!(rows.len(), 1, "the baseline's slice is kept: {rows:?}");
-    assert_eq!((rows[0]["round_complete"].as_str(), rows[0]["counted"].as_str()), ("false", "false"));
+    assert!(said.contains(&format!("wrote the {} measured slices, marked run_complete=false", rows.len())), "{said}");
+    assert!((1..=2).contains(&rows.len()), "the baseline's slice is kept: {rows:?}");
+    if rows.len() == 1 {
+        assert_eq!((rows[0]["round_complete"].as_str(), rows[0]["counted"].as_str()), ("false", "false"));
+    }
     assert!(!std::fs::read_to_string(&csv).unwrap().contains("OLD"));
     let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(document["measurements"].as_array().map(Vec::len), Some(1));
+    assert_eq!(document["measurements"].as_array().map(Vec::len), Some(rows.len()));
     assert_eq!(document["complete"], serde_json::Value::Bool(false));
 }
 
@@ -1027,8 +1030,8 @@ fn more_workers_per_cpu_than_a_slice_has_turns_is_refused() {
     let said = text(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{said}");
     assert!(said.lines().count() == 1, "{said}");
-    assert!(said.contains("--tasks 4096: 4096 workers per CPU on 1 CPU(s), and a 0.1 s slice gives each"), "{said}");
-    assert!(said.contains("give at most 33 tasks"), "{said}");
+    assert!(said.contains("--tasks 4096: 4096 workers per CPU on 1 CPU(s), and a 0.025 s slice gives each"), "{said}");
+    assert!(said.contains("give at most 8 tasks"), "{said}");
     assert!(started.elapsed() < Duration::from_secs(3));
 }
 
