@@ -22,11 +22,13 @@ pub fn counted_lines(out: &mut dyn Write, report: &Report, summaries: &[Placemen
         if all_counted || here.is_empty() {
             continue;
         }
-        let why = match report.leaves_out_disturbed(tasks) {
-            true => "left out: slices that overran, were cut short by a stop, or were disturbed by other load",
-            false => {
-                "left out: slices that overran or were cut short; disturbed slices were the majority, so they count"
+        let disturbed = report.measurements.iter().any(|m| m.tasks == tasks && m.disturbed());
+        let why = match (report.leaves_out_disturbed(tasks), disturbed) {
+            (true, _) => "left out: slices that overran, were cut short by a stop, or were disturbed by other load",
+            (false, true) => {
+                "left out: slices that overran or were cut short by a stop; disturbed ones count (too few rounds to leave them out, or they were most of the slices)"
             }
+            (false, false) => "left out: slices that overran or were cut short by a stop",
         };
         let at = if report.plan.task_counts.len() > 1 { format!(" at {tasks} tasks") } else { String::new() };
         writeln!(out, "time counted{at}: {} of the measured time ({why})", shares.join(", "))?;

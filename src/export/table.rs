@@ -180,10 +180,10 @@ fn failure_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Res
     for failure in &report.failures {
         writeln!(
             out,
-            "{}{:<name_width$} FAILED in slice {}: {}",
+            "{}{:<name_width$} FAILED in {}: {}",
             columns.tasks(&failure.tasks),
             failure.placement.name,
-            failure.round,
+            report.plan.slice_name(failure.round),
             failure.reason
         )?;
     }

@@ -119,14 +119,6 @@ pub fn steal_tick_ns() -> u64 {
     1_000_000_000 / procfs::ticks_per_second()
 }
 
-/// The CPU time of a process's children that it has waited for (cutime + cstime), in ns: what
-/// the fork workload's children spend faulting. Counted in clock ticks.
-pub fn children_cpu_ns(pid: i32) -> Option<u64> {
-    let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
-    let ticks = u64::try_from(stat.cutime).ok()? + u64::try_from(stat.cstime).ok()?;
-    Some(ticks * steal_tick_ns())
-}
-
 /// Other processes whose command name is `harness_name`: the harnesses of other runs (workers
 /// and their children rename themselves, `compare` and `plot` never take the name).
 pub fn others_named(harness_name: &str) -> Vec<u32> {

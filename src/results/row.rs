@@ -46,8 +46,9 @@ pub struct Row {
     pub kernel_count_source: String,
     pub memcg_pgfault: Option<u64>,
     pub start_skew_us: Option<f64>,
-    /// The baseline's rate over this row's in the same slice: this placement's cost per fault
-    /// over the baseline's (the 2009 post's 109%). Empty on the baseline's own rows.
+    /// This row's CPU ns per fault over the baseline's in the same round (the throughput ratio
+    /// where on-CPU times are missing): on a dedicated CPU the 2009 post's 109%. Empty on the
+    /// baseline's own rows, and where the slice or its baseline's was not counted.
     pub overhead_vs_baseline: Option<f64>,
     /// false when a stop signal ended the run before every slice was measured (a file from
     /// before the column was a complete run).

@@ -24,7 +24,7 @@ use crate::cgroup::{Hierarchy, Leaf};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::memcg;
 use crate::measure::perf::WorkerPerf;
-use crate::measure::procfs::{children_cpu_ns, process_stat, sched_times, steal_ns, task_stat};
+use crate::measure::procfs::{process_stat, sched_times, steal_ns, task_stat};
 use crate::measure::sampling::WorkerSampler;
 use crate::measure::stacks::ProfileCounts;
 use crate::workload;
@@ -285,20 +285,30 @@ impl Crew {
         }
     }
 
-    /// One worker's fault and CPU-time counts from /proc (see `TaskCounts`).
-    fn task_counts(&self, index: usize) -> Option<TaskCounts> {
+    /// One worker's fault and CPU-time counts from /proc (see `TaskCounts`), and in process
+    /// mode its waited-for children's CPU time in ns, from the same stat line.
+    fn task_counts(&self, index: usize) -> (Option<TaskCounts>, Option<u64>) {
         let pid = self.workers.process_of(index).as_raw();
         match self.mode {
-            Mode::Process => process_stat(pid as u32).map(|s| TaskCounts {
-                minflt: s.minflt + s.children_minflt,
-                user_us: s.user_us + s.children_user_us,
-                sys_us: s.sys_us + s.children_sys_us,
-            }),
-            Mode::Thread => task_stat(pid, self.tids[index]).map(|s| TaskCounts {
-                minflt: s.minflt,
-                user_us: s.user_us,
-                sys_us: s.sys_us,
-            }),
+            Mode::Process => match process_stat(pid as u32) {
+                Some(s) => (
+                    Some(TaskCounts {
+                        minflt: s.minflt + s.children_minflt,
+                        user_us: s.user_us + s.children_user_us,
+                        sys_us: s.sys_us + s.children_sys_us,
+                    }),
+                    Some((s.children_user_us + s.children_sys_us) * 1000),
+                ),
+                None => (None, None),
+            },
+            Mode::Thread => (
+                task_stat(pid, self.tids[index]).map(|s| TaskCounts {
+                    minflt: s.minflt,
+                    user_us: s.user_us,
+                    sys_us: s.sys_us,
+                }),
+                None,
+            ),
         }
     }
 
@@ -325,13 +335,14 @@ impl Crew {
         let dirs: Vec<&std::path::Path> = self.memcg_dirs.iter().map(PathBuf::as_path).collect();
         let (memcg, psi_scope) = memcg::counters_over(&self.leaf_fs_path, &dirs);
         let process = |i: usize| self.workers.process_of(i).as_raw();
+        let (counts, children_ns): (Vec<_>, Vec<_>) = (0..self.count()).map(|i| self.task_counts(i)).unzip();
         Ok(Snapshot {
             iterations: (0..self.count()).map(|i| self.slots.get(i).iterations.load(Ordering::Relaxed)).collect(),
-            counts: (0..self.count()).map(|i| self.task_counts(i)).collect(),
+            counts,
             perf,
             sched: (0..self.count()).map(|i| sched_times(process(i), self.tids[i])).collect(),
             children_ns: match self.mode {
-                Mode::Process => (0..self.count()).map(|i| children_cpu_ns(process(i))).collect(),
+                Mode::Process => children_ns,
                 Mode::Thread => Vec::new(),
             },
             steal_ns: steal_ns(),
