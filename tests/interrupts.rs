@@ -196,7 +196,10 @@ fn an_oom_killed_worker_is_reported_for_its_placement_and_the_others_still_repor
             profile.to_str().unwrap(),
             "--chunk",
             "8M",
+            // 2 s: a 1-CPU guest's baseline takes a good part of a second per 8M iteration.
             "--duration",
+            "2",
+            "--slices",
             "1",
             "--csv",
             csv.to_str().unwrap(),

@@ -126,13 +126,16 @@ fn file_backed_usemem_four_times_the_limit_reclaims_instead_of_oom() {
     // Pages left the memcg while the workers only read: reclaimed (v2 pgsteal; v1 has no
     // pgsteal, and pgpgout counts pages uncharged, which for page cache kept mapped and read
     // is reclaim), and nothing was OOM-killed.
+    // Over the run's slices together: the workers live through the run, so one slice may
+    // read what an earlier one left cached (a slow guest's slice reads less than 64M).
     let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let mut reclaimed = 0;
     for m in document["measurements"].as_array().unwrap() {
         let memcg = &m["run"]["memcg"];
-        let reclaimed = memcg["pgsteal"].as_u64().or(memcg["pgpgout"].as_u64()).unwrap_or(0);
-        assert!(reclaimed > 4096, "under 16M of pages reclaimed from 64M read: {memcg}");
+        reclaimed += memcg["pgsteal"].as_u64().or(memcg["pgpgout"].as_u64()).unwrap_or(0);
         assert_eq!(memcg["events_oom_kill"].as_u64().unwrap_or(0), 0, "{memcg}");
     }
+    assert!(reclaimed > 4096, "under 16M of pages reclaimed from 64M read: {reclaimed} pages");
     let rows = read_csv(&csv);
     assert_eq!(rows.len(), 2, "one row per slice, none failed: {rows:?}");
     for row in &rows {

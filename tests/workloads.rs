@@ -163,7 +163,9 @@ fn will_it_scale_page_faults_count_every_page() {
             // the one page per worker in flight at the stop (and 1%), or, where the kernel
             // counts otherwise (user-mode-linux: two faults per shared-file write), faultscale
             // says so with both counts.
-            assert!(faults > 1000.0, "{workload}: {faults}");
+            // Counted at all: in the user-mode-linux guest every placement's crew holds its
+            // 128 MiB file at once, and page_fault3 wrote some 570 pages a second there.
+            assert!(faults > 100.0, "{workload}: {faults}");
             let agree = (faults - kernel).abs() <= 0.01 * kernel + number(&row, "tasks");
             let unit = if workload == "page_fault3" { "pages" } else { "faults" };
             assert_eq!(row["unit"], unit, "{workload}: page_fault3 counts pages written (#29.2)");
@@ -216,7 +218,8 @@ fn will_it_scale_fallocate_and_tlb_flush_count_operations() {
         for row in read_csv(&csv) {
             assert_eq!(row["unit"], "ops", "{context}");
             let (ops, kernel) = (number(&row, "faults"), number(&row, "kernel_faults"));
-            assert!(ops > 1000.0, "{context}: {ops} operations");
+            // Counted at all (a 1-CPU user-mode-linux guest does some 650 tlb_flush2 ops a second).
+            assert!(ops > 100.0, "{context}: {ops} operations");
             if workload == "tlb_flush2" {
                 // Each page is written (a fault), zapped and read back (a zero-page fault).
                 let per_op = kernel / ops;
