@@ -63,6 +63,20 @@ pub struct RunFile {
     seen: std::collections::BTreeSet<(String, String, String, String, u64, u32, u32)>,
 }
 
+/// Figures compare does not use are checked too: a file is refused whole, not in part.
+/// (Finite and not negative, as the CSV's: a wait of 50 ns is 5e-8 s.)
+fn check_unused_figures(name: &str, placement: &str, m: &serde_json::Value) -> Result<()> {
+    for unused in ["ns_per_fault", "cpu_ns_per_fault", "on_cpu_s", "wait_s", "blocked_s", "steal_s"] {
+        let value = &m[unused];
+        if !value.is_null() && !value.as_f64().is_some_and(|v| v.is_finite() && v >= 0.0) {
+            bail!(
+                "{name}: {placement}: {unused} {value} is not a finite, non-negative number; is this a faultscale file?"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A run's per-level cost as its file holds it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LevelFigure {
@@ -492,16 +506,7 @@ impl RunFile {
             figure(name, placement, what, value.as_f64(), &text)
         };
         let rate = number("faults_per_sec", &m["faults_per_sec"])?;
-        // Figures compare does not use are checked too: a file is refused whole, not in part.
-        // (Finite and not negative, as the CSV's: a wait of 50 ns is 5e-8 s.)
-        for unused in ["ns_per_fault", "cpu_ns_per_fault", "on_cpu_s", "wait_s", "blocked_s", "steal_s"] {
-            let value = &m[unused];
-            if !value.is_null() && !value.as_f64().is_some_and(|v| v.is_finite() && v >= 0.0) {
-                bail!(
-                    "{name}: {placement}: {unused} {value} is not a finite, non-negative number; is this a faultscale file?"
-                );
-            }
-        }
+        check_unused_figures(name, placement, m)?;
         let overran = &m["run"]["overran"];
         if !overran.is_null() && !overran.is_boolean() {
             bail!("{name}: {placement}: run.overran {overran} is not true or false; is this a faultscale --json file?");
