@@ -12,23 +12,7 @@ use super::{Failure, Measurement, MemcgCounter, Report, Warning};
 /// What follows from the measurements once the loop is over: empty baselines become failures,
 /// counts that disagree and figures that should not be trusted become warnings.
 pub fn conclude(report: &mut Report) {
-    let failures = &mut report.failures;
-    // A baseline that counted nothing has no rate to divide by: that slice failed.
-    report.measurements.retain(|m| {
-        let empty_baseline = m.placement.is_baseline() && m.run.loop_faults() == 0;
-        if empty_baseline {
-            failures.push(Failure {
-                placement: m.placement.clone(),
-                tasks: m.tasks,
-                round: m.round,
-                reason: format!(
-                    "the baseline counted no work in {:.3} s, so no ratio can be formed; measure longer (--duration)",
-                    m.run.elapsed_s()
-                ),
-            });
-        }
-        !empty_baseline
-    });
+    starved_baselines(report);
     let shape = workload::shape(&report.plan.workload_settings(None));
     if shape.exact {
         let disagreements: Vec<Warning> = report
@@ -41,6 +25,40 @@ pub fn conclude(report: &mut Report) {
     report.finished = true;
     let reliability = reliability_warnings(report);
     report.warnings.extend(reliability);
+}
+
+/// A baseline slice that counted nothing has no rate to divide by. Where the baseline counted
+/// work in other slices at that task count, the empty one was starved (a 25 ms slice under
+/// load can pass without one whole iteration): it is kept, flagged overran, in no figure, and
+/// said. Where it never counted any, the run measured nothing to divide by: that fails.
+fn starved_baselines(report: &mut Report) {
+    let empty = |m: &Measurement| m.placement.is_baseline() && m.run.loop_faults() == 0;
+    let worked: Vec<usize> =
+        report.measurements.iter().filter(|m| m.placement.is_baseline() && !empty(m)).map(|m| m.tasks).collect();
+    let plan = &report.plan;
+    let mut starved = Vec::new();
+    let failures = &mut report.failures;
+    report.measurements.retain_mut(|m| {
+        if !empty(m) {
+            return true;
+        }
+        if worked.contains(&m.tasks) {
+            m.run.overran = true;
+            starved.push(Warning::Starved { placement: m.placement.name.clone(), slice: plan.slice_name(m.round) });
+            return true;
+        }
+        failures.push(Failure {
+            placement: m.placement.clone(),
+            tasks: m.tasks,
+            round: m.round,
+            reason: format!(
+                "the baseline counted no work in {:.3} s, so no ratio can be formed; measure longer (--duration)",
+                m.run.elapsed_s()
+            ),
+        });
+        false
+    });
+    report.warnings.extend(at_most_three_each(starved));
 }
 
 /// SIGSTOP freezes each worker mid-iteration: the kernel has counted up to one iteration's

@@ -53,6 +53,9 @@ pub enum Warning {
     Blocked { placement: String, slice: String, cpu: usize, share: f64, sharing: f64 },
     /// The hypervisor stole over 1% of a worker's CPU during the slice (/proc/stat steal).
     Stolen { placement: String, slice: String, cpu: usize, share: f64 },
+    /// A baseline slice that counted no whole iteration while its other slices did: starved
+    /// by other load, flagged overran and left out.
+    Starved { placement: String, slice: String },
     /// More slices of one placement had a per-slice warning of one kind than are named.
     MoreSlices { placement: String, kind: &'static str, more: usize },
     /// Slices in which a worker waited for its CPU over 2% of the slice, and whether they were
@@ -127,9 +130,10 @@ impl fmt::Display for Warning {
                 f,
                 "{placement} {slice}: measured {measured_s:.2} s for {asked_s} s asked (stopped, or starved by overload or more tasks than the CPUs serve); its figures are flagged overran"
             ),
-            Warning::MoreSlices { .. } | Warning::Disturbed { .. } | Warning::ControlSignificant { .. } => {
-                self.fmt_resolution(f)
-            }
+            Warning::MoreSlices { .. }
+            | Warning::Disturbed { .. }
+            | Warning::ControlSignificant { .. }
+            | Warning::Starved { .. } => self.fmt_resolution(f),
             Warning::CpuTaken { .. }
             | Warning::WaitedForCpu { .. }
             | Warning::Blocked { .. }
@@ -147,6 +151,7 @@ impl Warning {
             Warning::StartSkew { placement, .. } => (placement, "where workers started apart"),
             Warning::PausedFixedWork { placement, .. } => (placement, "stopped during fixed work"),
             Warning::Overran { placement, .. } => (placement, "overran"),
+            Warning::Starved { placement, .. } => (placement, "where the baseline was starved"),
             Warning::CpuTaken { placement, .. } => (placement, "where a worker was off its CPU"),
             Warning::WaitedForCpu { placement, .. } => (placement, "where a worker waited for its CPU"),
             Warning::Blocked { placement, .. } => (placement, "where workers were blocked or stopped"),
@@ -158,6 +163,10 @@ impl Warning {
     /// The warnings about what the run resolves: slices counted, disturbed, the control.
     fn fmt_resolution(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Warning::Starved { placement, slice } => write!(
+                f,
+                "{placement} {slice}: the baseline counted no whole iteration (starved by other load): flagged overran, left out with the placements' slices of its round"
+            ),
             Warning::MoreSlices { placement, kind, more } => {
                 write!(f, "{placement}: {more} more slice(s) {kind}, as above")
             }

@@ -310,17 +310,29 @@ fn a_death_without_an_oom_kill_is_not_blamed_on_it() {
 }
 
 #[test]
-fn a_baseline_that_counted_nothing_becomes_a_failure_not_a_division_by_zero() {
+fn a_baseline_that_never_counted_becomes_a_failure_and_one_starved_slice_is_left_out() {
+    // Every baseline slice empty: nothing to divide by, a failure each.
     let (mut report, leaves) = root_and_child(2);
-    let mut slicer = FakeSlicer { answers: HashMap::from([(0, Answer::Empty)]), ..Default::default() };
+    let answers = HashMap::from([(0, Answer::Empty), (3, Answer::Empty)]);
+    let mut slicer = FakeSlicer { answers, ..Default::default() };
     drive(&mut report, &leaves, &mut slicer);
-    assert_eq!(report.measurements.len(), 3);
-    assert_eq!(report.failures.len(), 1);
+    assert_eq!(report.measurements.len(), 2);
+    assert_eq!(report.failures.len(), 2);
     assert!(
         report.failures[0].reason.starts_with("the baseline counted no work in 1.000 s"),
         "{}",
         report.failures[0].reason
     );
+    // One empty baseline slice among slices that counted: starved, kept flagged, no failure.
+    let (mut report, leaves) = root_and_child(2);
+    let mut slicer = FakeSlicer { answers: HashMap::from([(0, Answer::Empty)]), ..Default::default() };
+    drive(&mut report, &leaves, &mut slicer);
+    assert_eq!((report.measurements.len(), report.failures.len()), (4, 0));
+    assert!(report.measurements[0].run.overran && !report.counted(&report.measurements[0]));
+    let said: Vec<String> = report.warnings.iter().map(|w| w.to_string()).collect();
+    assert!(said.iter().any(|w| w.starts_with("base slice 1: the baseline counted no whole iteration")), "{said:?}");
+    let child = report.summaries().into_iter().find(|s| s.placement.name == "child").unwrap();
+    assert_eq!(child.overhead_vs_baseline.unwrap().n, 1, "round 1's pair is left out");
 }
 
 #[test]
