@@ -28,7 +28,11 @@ pub fn run(
     checkpoint: &mut dyn FnMut(&Report),
 ) -> Result<Report> {
     let mut session = Session::set_up(plan, detected, allowed_cpus)?;
-    run::raise_harness_priority();
+    // On one CPU the harness shares it with every worker whatever its priority: nothing to
+    // gain there.
+    if allowed_cpus.len() > 1 {
+        run::raise_harness_priority();
+    }
     let mut slicer = RealSlicer::new(session.run_spec(), session.hierarchy.clone());
     measure_all(&mut session.report, &session.leaves, &mut slicer, progress, checkpoint);
     // Every worker gone before the tree they ran in is removed.

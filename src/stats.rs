@@ -198,6 +198,9 @@ pub fn block_mean(values: &[(u32, f64)]) -> Option<BlockMean> {
         false => values.iter().map(|&(_, v)| v).collect(),
     };
     let summary = summarize(&means)?;
+    // The estimate weighs every value once (a block with one round left out counts once, not
+    // twice); the blocks give its spread.
+    let mean = values.iter().map(|&(_, v)| v).sum::<f64>() / values.len() as f64;
     let rho = match means.len() >= MIN_BLOCKS_FOR_RHO {
         true => lag1_autocorrelation(&means).clamp(0.0, 0.9),
         false => 0.0,
@@ -207,7 +210,7 @@ pub fn block_mean(values: &[(u32, f64)]) -> Option<BlockMean> {
         let df = (effective_n - 1.0).max(1.0);
         t_quantile_95_at(df) * summary.stddev / effective_n.sqrt()
     });
-    Some(BlockMean { n: values.len(), blocks: means.len(), mean: summary.mean, rho, effective_n, half_width })
+    Some(BlockMean { n: values.len(), blocks: means.len(), mean, rho, effective_n, half_width })
 }
 
 /// The lag-1 autocorrelation of a series (0 for a constant one).
@@ -482,9 +485,11 @@ mod tests {
         assert!(two.low.is_some() && two.high.is_some());
         assert_eq!(overhead_interval(&[(1, 1.1)]).unwrap().low, None);
         let gappy = block_mean(&[(1, 1.0), (2, 3.0), (5, 2.0), (9, 2.0), (10, 2.0), (13, 2.0)]).unwrap();
-        // Rounds 1-2, 5, 9-10, 13: four blocks of means 2, 2, 2, 2.
+        // Rounds 1-2, 5, 9-10, 13: four blocks; the mean weighs each of the six values once.
         assert_eq!(gappy.blocks, 4);
-        assert!(close(gappy.mean, 2.0, 1e-12));
+        assert!(close(gappy.mean, 12.0 / 6.0, 1e-12));
+        let uneven = block_mean(&[(1, 1.0), (2, 1.0), (3, 4.0), (5, 1.0), (6, 1.0), (7, 1.0), (8, 1.0)]).unwrap();
+        assert!(close(uneven.mean, 10.0 / 7.0, 1e-12), "a lone round counts once: {uneven:?}");
         assert_eq!(overhead_interval(&[(1, 0.0), (2, 1.0)]), None);
     }
 

@@ -24,18 +24,48 @@ pub fn check_interrupt() -> Result<()> {
 }
 
 /// Stops every worker with one SIGSTOP to their group and waits until each is stopped, so
-/// every counter read next describes one instant.
+/// every counter read next describes one instant. A SIGCONT from outside can cancel the stop
+/// before it is seen (the wait then blocked for good, deaf to Ctrl-C): the wait polls, sends
+/// SIGSTOP again to a worker not yet stopped, heeds stop signals, and gives up after
+/// FREEZE_TIMEOUT naming the worker.
 pub fn freeze(workers: &mut Workers, slots: &Slots) -> Result<()> {
     workers.signal_all(Signal::SIGSTOP)?;
+    let deadline = monotonic_ns() + FREEZE_TIMEOUT.as_nanos() as u64;
     for process in 0..workers.processes.len() {
-        match workers.reap(process, libc::WUNTRACED) {
-            Some((status, _)) if libc::WIFSTOPPED(status) => {}
-            Some((status, _)) => return Err(workers.died_with(slots, process, Some(status)).into()),
-            None => return Err(workers.died(slots, process).into()),
+        let mut polls = 0u32;
+        loop {
+            match workers.poll_stop(process) {
+                Ok(Some(status)) if libc::WIFSTOPPED(status) => break,
+                Ok(Some(status)) if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) => {
+                    return Err(workers.died_with(slots, process, Some(status)).into());
+                }
+                Ok(_) => {}
+                Err(()) => return Err(workers.died_with(slots, process, None).into()),
+            }
+            check_interrupt()?;
+            if monotonic_ns() > deadline {
+                return Err(WorkerDied(
+                    format!(
+                        "worker {} did not stop within {} s of SIGSTOP (something outside kept continuing it)",
+                        workers.processes[process],
+                        FREEZE_TIMEOUT.as_secs()
+                    ),
+                    None,
+                )
+                .into());
+            }
+            polls += 1;
+            if polls % 50 == 0 {
+                let _ = nix::sys::signal::kill(workers.processes[process], Signal::SIGSTOP);
+            }
+            std::thread::sleep(Duration::from_micros(100));
         }
     }
     Ok(())
 }
+
+/// How long a freeze may take before the slice gives up on the worker that will not stop.
+const FREEZE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Ctrl-Z: the workers run in their own process group, out of the terminal's reach, so the
 /// harness stops them, stops itself, and lets them go on when it is continued. The slice then

@@ -55,16 +55,23 @@ pub struct RealSlicer {
     crews: std::collections::HashMap<(usize, usize), slice::Crew>,
     /// The next run-wide worker number, which names a worker's files.
     next_worker: usize,
+    /// Each crew key's first worker number: a crew set up again after a failure reuses it,
+    /// so its files replace the failed crew's (a fresh number per retry filled a tmpfs).
+    numbers: std::collections::HashMap<(usize, usize), usize>,
 }
 
 impl RealSlicer {
     pub fn new(spec: RunSpec, hierarchy: Hierarchy) -> Self {
-        RealSlicer { spec, hierarchy, crews: Default::default(), next_worker: 0 }
+        RealSlicer { spec, hierarchy, crews: Default::default(), next_worker: 0, numbers: Default::default() }
     }
 
     fn new_crew(&mut self, slice: &SliceSpec, warn: &mut dyn FnMut(Notice)) -> anyhow::Result<slice::Crew> {
-        let first = self.next_worker;
-        self.next_worker += slice.cpus.len();
+        let key = (slice.placement, slice.cpus.len());
+        let next = &mut self.next_worker;
+        let first = *self.numbers.entry(key).or_insert_with(|| {
+            *next += key.1;
+            *next - key.1
+        });
         slice::Crew::set_up(&self.spec, slice, &self.hierarchy, first, warn)
     }
 }

@@ -124,6 +124,29 @@ impl Workers {
         }
     }
 
+    /// Whether `process` stopped or ended, without blocking: Ok(None) while it has not yet,
+    /// Err(()) where it is gone (reaped before).
+    pub fn poll_stop(&mut self, process: usize) -> Result<Option<libc::c_int>, ()> {
+        let mut status = 0;
+        let pid = self.processes[process].as_raw();
+        // SAFETY: waitpid on our own child with a valid out-pointer.
+        let rc = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED | libc::WNOHANG) };
+        match rc {
+            0 => Ok(None),
+            rc if rc == pid => {
+                if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+                    self.reaped[process] = true;
+                }
+                Ok(Some(status))
+            }
+            _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => Ok(None),
+            _ => {
+                self.reaped[process] = true;
+                Err(())
+            }
+        }
+    }
+
     /// A process that exited, if any, without reaping it.
     pub fn find_dead(&self) -> Option<usize> {
         (0..self.processes.len()).find(|&i| {
