@@ -47,7 +47,7 @@ pub const DISTURBED_SHARE: f64 = 0.02;
 /// alike, and the table says so.
 pub const DISTURBED_LEFT_OUT_UP_TO: f64 = 0.5;
 
-/// Disturbed slices are left out only from runs of at least this many rounds.
+/// Disturbed slices are left out only where at least this many rounds were measured whole.
 pub const MIN_ROUNDS_TO_LEAVE_OUT: u32 = 10;
 
 impl Measurement {
@@ -291,9 +291,6 @@ impl Report {
     pub fn leaves_out_disturbed(&self, tasks: usize) -> bool {
         // A run of a few slices (a smoke test) keeps them all: leaving one out could leave a
         // placement with no figure at all.
-        if self.plan.rounds() < MIN_ROUNDS_TO_LEAVE_OUT {
-            return false;
-        }
         // Slices are only added, and a round is only flagged cut short as the stop is noted.
         let state = (self.measurements.len(), self.interrupted.is_some());
         let mut memo = self.leave_out_memo.borrow_mut();
@@ -309,6 +306,14 @@ impl Report {
     }
 
     fn disturbed_are_few(&self, tasks: usize) -> bool {
+        // Rounds measured whole at this task count: a run stopped early has fewer than planned.
+        let mut rounds: Vec<u32> =
+            self.measurements.iter().filter(|m| m.tasks == tasks && m.round_complete).map(|m| m.round).collect();
+        rounds.sort_unstable();
+        rounds.dedup();
+        if rounds.len() < MIN_ROUNDS_TO_LEAVE_OUT as usize {
+            return false;
+        }
         let slices = || self.measurements.iter().filter(|m| m.tasks == tasks && !m.run.overran && m.round_complete);
         let disturbed = slices().filter(|m| m.disturbed()).count();
         disturbed as f64 <= DISTURBED_LEFT_OUT_UP_TO * slices().count() as f64
