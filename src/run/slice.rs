@@ -334,13 +334,14 @@ impl Crew {
             .map_err(|e| anyhow!("reading perf counters: {e}"))?;
         let dirs: Vec<&std::path::Path> = self.memcg_dirs.iter().map(PathBuf::as_path).collect();
         let (memcg, psi_scope) = memcg::counters_over(&self.leaf_fs_path, &dirs);
-        let process = |i: usize| self.workers.process_of(i).as_raw();
         let (counts, children_ns): (Vec<_>, Vec<_>) = (0..self.count()).map(|i| self.task_counts(i)).unzip();
+        // The loop counters and scheduler times are read as the settling window reads them.
+        let Snapshot { iterations, sched, .. } = self.loop_and_cpu_times();
         Ok(Snapshot {
-            iterations: (0..self.count()).map(|i| self.slots.get(i).iterations.load(Ordering::Relaxed)).collect(),
+            iterations,
             counts,
             perf,
-            sched: (0..self.count()).map(|i| sched_times(process(i), self.tids[i])).collect(),
+            sched,
             children_ns: match self.mode {
                 Mode::Process => children_ns,
                 Mode::Thread => Vec::new(),
