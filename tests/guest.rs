@@ -57,8 +57,11 @@ fn common_assertions(dir: &Path, layout_line: &str, profiles: &[&str], knob_file
     for row in &rows[1..] {
         let memcg = number(row, "memcg_pgfault");
         let kernel = number(row, "kernel_faults");
+        // A v2 memory.stat read flushes the per-CPU counters only once 64 updates per CPU
+        // have piled up (MEMCG_CHARGE_BATCH), so each of the slice's two reads may lag by that
+        // much: at the guest's few hundred faults a slice, 2% alone is less than one lag.
         assert!(
-            memcg > 0.0 && (memcg - kernel).abs() <= 0.02 * kernel,
+            memcg > 0.0 && (memcg - kernel).abs() <= 0.02 * kernel + 2.0 * 64.0,
             "{}: memcg {memcg} vs {kernel}",
             row["placement"]
         );
