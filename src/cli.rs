@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::export::{EXPORTERS, Exporter};
 use crate::workload::{WORKLOADS, WorkloadKind};
 
 #[derive(Debug, Parser)]
@@ -188,17 +189,9 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = CgroupVersion::Auto)]
     pub cgroup_version: CgroupVersion,
 
-    /// Write summary rows as CSV to FILE (- for stdout)
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<String>,
-
-    /// Write one JSON document (environment, settings, every sample, every summary) to FILE
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
-
-    /// Write every per-interval sample of every worker as CSV to FILE
-    #[arg(long, value_name = "FILE")]
-    pub samples_csv: Option<String>,
+    /// --csv, --json, --samples-csv: one option per format in export::EXPORTERS.
+    #[command(flatten)]
+    pub outputs: OutputArgs,
 
     /// Sample every worker on CPU (cycles, else cpu-clock; 999 Hz; kernel and user call
     /// chains) while slices are measured, and attribute the time: the memcg family's share
@@ -224,6 +217,33 @@ pub struct RunArgs {
     /// scripts/kernel-ab's dry parse of what a guest will run, before it boots one
     #[arg(long, value_name = "CPUS", hide = true)]
     pub check_args: Option<usize>,
+}
+
+/// The run's output files as given: (the format's option, FILE), in `EXPORTERS` order. Its
+/// options come from that list, so a new format needs no edit here.
+#[derive(Debug, Clone, Default)]
+pub struct OutputArgs(pub Vec<(&'static str, String)>);
+
+impl clap::FromArgMatches for OutputArgs {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let given = |e: &&dyn Exporter| matches.get_one::<String>(e.option()).map(|path| (e.option(), path.clone()));
+        Ok(OutputArgs(EXPORTERS.iter().filter_map(given).collect()))
+    }
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl Args for OutputArgs {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        EXPORTERS.iter().fold(command, |command, e| {
+            command.arg(clap::Arg::new(e.option()).long(e.option()).value_name("FILE").help(e.help()))
+        })
+    }
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        Self::augment_args(command)
+    }
 }
 
 // The values of the enum flags. Each maps to an engine type of the same meaning (options.rs), so

@@ -102,20 +102,24 @@ enum Kept {
     Nothing,
 }
 
+/// One file a run writes, in its format.
+struct Output {
+    format: &'static dyn export::Exporter,
+    sink: Sink,
+    /// A checkpoint put slices in it, so the final write must replace them even when a stop
+    /// signal left no round complete.
+    checkpointed: bool,
+}
+
 /// The files a run writes: opened before it starts, rewritten after every slice, written whole
 /// at the end.
 struct Outputs {
-    csv: Option<Sink>,
-    json: Option<Sink>,
-    samples: Option<Sink>,
-    per_cpu: bool,
+    files: Vec<Output>,
+    settings: export::Settings,
     profile_dir: Option<std::path::PathBuf>,
     /// The lock that marks --profile-dir as this run's (`claim_directory`), held to the end.
     _profile_claim: Option<std::fs::File>,
     checkpoint_failed: bool,
-    /// Per sink (csv, json, samples): a checkpoint put slices on disk, so the final write must
-    /// replace them even when a stop signal left no round complete.
-    checkpointed: [bool; 3],
     /// When the last checkpoint was written and how long it took: checkpoints are spaced so
     /// that writing them costs at most 1/CHECKPOINT_SHARE of the run (a file rewritten after
     /// each of a thousand 0.1 s slices took longer than the slices: 83 s for 30 s measured).
@@ -128,14 +132,15 @@ const CHECKPOINT_SHARE: u32 = 50;
 
 impl Outputs {
     fn open(options: &RunOptions) -> Result<Self> {
-        let open = |option: &str, path: &Option<OutputPath>| {
-            path.as_ref().map(|p| Sink::open(option, p)).transpose().map_err(usage::usage)
-        };
-        let mut outputs = Outputs {
-            csv: open("--csv", &options.csv)?,
-            json: open("--json", &options.json)?,
-            samples: open("--samples-csv", &options.samples_csv)?,
-            per_cpu: options.per_cpu,
+        let mut files = Vec::new();
+        for (format, path) in &options.outputs {
+            let sink = Sink::open(&format!("--{}", format.option()), path).map_err(usage::usage)?;
+            files.push(Output { format: *format, sink, checkpointed: false });
+        }
+        Sink::check_distinct(&mut files.iter_mut().map(|f| &mut f.sink).collect::<Vec<_>>()).map_err(usage::usage)?;
+        Ok(Outputs {
+            files,
+            settings: export::Settings { per_cpu: options.per_cpu },
             profile_dir: options.plan.profile_dir.clone(),
             _profile_claim: match &options.plan.profile_dir {
                 Some(dir) => export::claim_directory(dir)
@@ -143,24 +148,18 @@ impl Outputs {
                 None => None,
             },
             checkpoint_failed: false,
-            checkpointed: [false; 3],
             last_checkpoint: None,
-        };
-        Sink::check_distinct(
-            &mut [&mut outputs.csv, &mut outputs.json, &mut outputs.samples].into_iter().flatten().collect::<Vec<_>>(),
-        )
-        .map_err(usage::usage)?;
-        Ok(outputs)
+        })
     }
 
-    /// Whether any output was asked for (--csv, --json, --samples-csv).
+    /// Whether any output file was asked for.
     fn any(&self) -> bool {
-        self.csv.is_some() || self.json.is_some() || self.samples.is_some()
+        !self.files.is_empty()
     }
 
     /// Whether an output writes to standard output (`-`, /dev/stdout, the same terminal).
     fn share_stdout(&self) -> bool {
-        [&self.csv, &self.json, &self.samples].into_iter().flatten().any(|sink| sink.shares_stdout())
+        self.files.iter().any(|f| f.sink.shares_stdout())
     }
 
     /// Every file rewritten with the report so far; a file that cannot be is written at the end.
@@ -171,21 +170,16 @@ impl Outputs {
         {
             return;
         }
-        let per_cpu = self.per_cpu;
-        let written = [
-            self.csv
-                .as_mut()
-                .map(|s| s.checkpoint(|out| export::csv::write_rows(out, &export::csv::rows(report, per_cpu)))),
-            self.json.as_mut().map(|s| s.checkpoint(|out| export::json::write(out, report))),
-            self.samples
-                .as_mut()
-                .map(|s| s.checkpoint(|out| export::csv::write_rows(out, &export::csv::sample_rows(report)))),
-        ];
-        for (index, result) in written.iter().enumerate() {
-            self.checkpointed[index] |= matches!(result, Some(Ok(())));
+        let settings = self.settings;
+        let mut errors = Vec::new();
+        for file in &mut self.files {
+            match file.sink.checkpoint(|out| file.format.write(out, report, &settings)) {
+                Ok(()) => file.checkpointed = true,
+                Err(e) => errors.push(e),
+            }
         }
         self.last_checkpoint = Some((std::time::Instant::now(), now.elapsed()));
-        for error in written.into_iter().flatten().filter_map(Result::err) {
+        for error in errors {
             if !self.checkpoint_failed {
                 say!("faultscale: warning: {error:#}; the files are written at the end instead");
             }
@@ -198,20 +192,14 @@ impl Outputs {
     /// that a stop signal voided: then it holds what the report holds, none of them.
     fn write(self, report: &Report) -> bool {
         let mut all_written = true;
-        let mut write =
-            |sink: Option<Sink>, checkpointed: bool, write: &dyn Fn(&mut dyn std::io::Write) -> Result<()>| {
-                if let Some(sink) = sink
-                    && (!report.measurements.is_empty() || checkpointed)
-                    && let Err(e) = sink.write_with(write)
-                {
-                    say!("faultscale: error: {e:#}");
-                    all_written = false;
-                }
-            };
-        let [csv, json, samples] = self.checkpointed;
-        write(self.csv, csv, &|out| export::csv::write_rows(out, &export::csv::rows(report, self.per_cpu)));
-        write(self.json, json, &|out| export::json::write(out, report));
-        write(self.samples, samples, &|out| export::csv::write_rows(out, &export::csv::sample_rows(report)));
+        for file in self.files {
+            if (!report.measurements.is_empty() || file.checkpointed)
+                && let Err(e) = file.sink.write_with(|out| file.format.write(out, report, &self.settings))
+            {
+                say!("faultscale: error: {e:#}");
+                all_written = false;
+            }
+        }
         if let Some(dir) = &self.profile_dir
             && !report.measurements.is_empty()
         {
@@ -236,8 +224,7 @@ fn print_table(options: &RunOptions, report: &Report, stdout_taken: bool) {
         export::table::write(&mut std::io::stdout().lock(), report)
     };
     if let Err(e) = printed {
-        let files_asked = [&options.csv, &options.json, &options.samples_csv].iter().any(|o| o.is_some())
-            || options.plan.profile_dir.is_some();
+        let files_asked = !options.outputs.is_empty() || options.plan.profile_dir.is_some();
         match files_asked {
             true => say!("faultscale: warning: the table could not be printed ({e:#}); the files are written"),
             false => say!(

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use crate::cgroup::{BaseSpec, VersionChoice};
 use crate::cli::{self, RunArgs};
 use crate::export::plot::Chart;
-use crate::export::{Format, OutputPath};
+use crate::export::{self, EXPORTERS, Exporter, Format, OutputPath};
 use crate::plan::{Placement, Plan, parse_placements};
 use crate::run::topology::CpuOrder;
 use crate::run::{KernelCountSource, Mode};
@@ -63,9 +63,8 @@ pub fn parse_task_counts(text: &str) -> Result<Vec<usize>> {
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub plan: Plan,
-    pub csv: Option<OutputPath>,
-    pub json: Option<OutputPath>,
-    pub samples_csv: Option<OutputPath>,
+    /// The files to write, each with its format, in `export::EXPORTERS` order.
+    pub outputs: Vec<(&'static dyn Exporter, OutputPath)>,
     pub per_cpu: bool,
     pub quiet: bool,
 }
@@ -119,9 +118,12 @@ impl RunOptions {
         };
         Ok(RunOptions {
             plan,
-            csv: args.csv.as_deref().map(OutputPath::parse),
-            json: args.json.as_deref().map(OutputPath::parse),
-            samples_csv: args.samples_csv.as_deref().map(OutputPath::parse),
+            outputs: args
+                .outputs
+                .0
+                .iter()
+                .filter_map(|(option, path)| Some((export::exporter(option)?, OutputPath::parse(path))))
+                .collect(),
             per_cpu: args.per_cpu,
             quiet: args.quiet,
         })
@@ -412,9 +414,14 @@ fn profile_dir(args: &RunArgs) -> Result<Option<PathBuf>> {
 
 /// Two outputs on stdout would interleave into neither format.
 fn check_one_stdout(args: &RunArgs) -> Result<()> {
-    let to_stdout = [&args.csv, &args.json, &args.samples_csv].iter().filter(|o| o.as_deref() == Some("-")).count();
+    let to_stdout = args.outputs.0.iter().filter(|(_, path)| path == "-").count();
     if to_stdout > 1 {
-        bail!("--csv, --json and --samples-csv: only one of them can write to stdout (-); give the others file names");
+        let mut options: Vec<String> = EXPORTERS.iter().map(|e| format!("--{}", e.option())).collect();
+        let last = options.pop().unwrap_or_default();
+        bail!(
+            "{} and {last}: only one of them can write to stdout (-); give the others file names",
+            options.join(", ")
+        );
     }
     Ok(())
 }

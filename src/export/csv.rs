@@ -8,67 +8,60 @@ use anyhow::Result;
 use crate::report::levels::LevelCost;
 use crate::report::{Measurement, Report};
 pub use crate::results::row::Row;
+use crate::run::WorkerResult;
 
 /// Rounds to 6 significant decimals so cells stay readable without losing measured precision.
 fn round6(value: f64) -> f64 {
     (value * 1e6).round() / 1e6
 }
 
+/// --csv: one row per slice of each placement (plus one per worker with --per-cpu).
+pub struct SummaryCsv;
+
+impl super::Exporter for SummaryCsv {
+    fn option(&self) -> &'static str {
+        "csv"
+    }
+    fn help(&self) -> &'static str {
+        "Write summary rows as CSV to FILE (- for stdout)"
+    }
+    fn write(&self, out: &mut dyn Write, report: &Report, settings: &super::Settings) -> Result<()> {
+        write_rows(out, &rows(report, settings.per_cpu))
+    }
+}
+
+/// --samples-csv: every per-interval sample of every worker.
+pub struct SamplesCsv;
+
+impl super::Exporter for SamplesCsv {
+    fn option(&self) -> &'static str {
+        "samples-csv"
+    }
+    fn help(&self) -> &'static str {
+        "Write every per-interval sample of every worker as CSV to FILE"
+    }
+    fn write(&self, out: &mut dyn Write, report: &Report, _: &super::Settings) -> Result<()> {
+        write_rows(out, &sample_rows(report))
+    }
+}
+
 pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row> {
-    let (workload, mode) = (report.plan.workload.name(), report.plan.mode.name());
-    let mut rows = Vec::new();
     let costs = report.level_costs();
+    let mut rows = Vec::new();
     for m in &report.measurements {
-        rows.push(summary_row(report, &costs, m, workload, mode));
+        rows.push(summary_row(report, &costs, m));
         if per_cpu {
-            for (index, worker) in m.run.workers.iter().enumerate() {
-                let faults_per_sec = worker.loop_faults as f64 / m.run.elapsed_s();
-                rows.push(Row {
-                    cpu: Some(worker.cpu),
-                    worker: Some(index),
-                    // siblings:N: the worker's own sibling; the summary row names their parent.
-                    cgroup_path: worker.cgroup_path.as_deref().unwrap_or(&m.leaf.cgroup_path).to_string(),
-                    faults: worker.loop_faults,
-                    faults_per_sec: round6(faults_per_sec),
-                    faults_per_sec_per_task: round6(faults_per_sec),
-                    ns_per_fault: crate::stats::ns_per_unit(faults_per_sec, 1).map(round6),
-                    kernel_faults: worker.kernel_faults,
-                    user_s: round6(worker.user_us as f64 / 1e6),
-                    sys_s: round6(worker.sys_us as f64 / 1e6),
-                    memcg_pgfault: None,
-                    start_skew_us: None,
-                    overhead_vs_baseline: None,
-                    memcg_share: None,
-                    memcg_ns_per_fault: None,
-                    pgscan: None,
-                    pgsteal: None,
-                    events_high: None,
-                    events_max: None,
-                    psi_some_us: None,
-                    psi_full_us: None,
-                    psi_scope: None,
-                    cpu_ns_per_fault: worker
-                        .on_cpu_ns
-                        .filter(|_| worker.loop_faults > 0)
-                        .map(|ns| round6(ns as f64 / worker.loop_faults as f64)),
-                    on_cpu_s: worker.on_cpu_ns.map(|ns| round6(ns as f64 / 1e9)),
-                    wait_s: worker.wait_ns.map(|ns| round6(ns as f64 / 1e9)),
-                    blocked_s: worker.blocked_ns(m.run.elapsed_ns).map(|ns| round6(ns as f64 / 1e9)),
-                    steal_s: worker.steal_ns.map(|ns| round6(ns as f64 / 1e9)),
-                    throughput_vs_baseline: None,
-                    timeslices: worker.timeslices,
-                    ..summary_row(report, &costs, m, workload, mode)
-                });
-            }
+            rows.extend(m.run.workers.iter().enumerate().map(|(index, w)| worker_row(report, &costs, m, index, w)));
         }
     }
     rows
 }
 
-fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement, workload: &str, mode: &str) -> Row {
+/// The columns that say which run, placement and slice a row is of, the same on the slice's
+/// summary row and on its workers' rows; every figure is left empty for the row's kind to fill,
+/// so a new figure column never reaches a worker's row by being copied.
+fn slice_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
     let env = &report.env;
-    let tasks = m.run.workers.len();
-    let time = m.time_split();
     let level = costs.iter().find(|c| c.tasks == m.tasks).map(|c| &c.cpu);
     Row {
         run_id: env.run_id.clone(),
@@ -76,9 +69,9 @@ fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement, workload: 
         host: env.host.clone(),
         kernel: env.kernel.clone(),
         cgroup_version: env.cgroup_version.to_string(),
-        workload: workload.to_string(),
-        mode: mode.to_string(),
-        tasks,
+        workload: report.plan.workload.name().to_string(),
+        mode: report.plan.mode.name().to_string(),
+        tasks: m.run.workers.len(),
         placement: m.placement.name.clone(),
         depth: m.placement.depth,
         base_depth: env.base_depth,
@@ -87,9 +80,34 @@ fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement, workload: 
         repetition: report.plan.repetition_of(m.round),
         slice: report.plan.slice_of(m.round),
         sequence: m.sequence,
-        cpu: None,
         duration_s: round6(m.run.elapsed_s()),
         unit: report.unit.name().to_string(),
+        kernel_count_source: m.run.kernel_source.name().to_string(),
+        run_complete: report.complete(),
+        thp_enabled: env.thp_enabled.clone(),
+        governor: env.governor.clone(),
+        overran: m.run.overran,
+        chunk_bytes: report.plan.chunk_bytes,
+        size_bytes: report.plan.size_bytes,
+        thp_mode: report.plan.thp.name().to_string(),
+        tmpdir_fs: report.files_fs.clone().unwrap_or_default(),
+        knobs: knobs_of(report, m),
+        iterations_per_task: report.plan.iterations,
+        disturbance: m.disturbance().map(round6),
+        round_complete: m.round_complete,
+        counted: report.counted(m),
+        ns_per_level: level.map(|l| round6(l.ns_per_fault)),
+        ns_per_level_low: level.and_then(|l| l.low).map(round6),
+        ns_per_level_high: level.and_then(|l| l.high).map(round6),
+        ..Row::default()
+    }
+}
+
+/// A slice's row: the figures of all its workers together.
+fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
+    let tasks = m.run.workers.len();
+    let time = m.time_split();
+    Row {
         faults: m.run.loop_faults(),
         faults_per_sec: round6(m.faults_per_sec()),
         faults_per_sec_per_task: round6(m.faults_per_sec() / tasks as f64),
@@ -97,14 +115,9 @@ fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement, workload: 
         kernel_faults: m.run.kernel_faults(),
         user_s: round6(m.run.workers.iter().map(|w| w.user_us).sum::<u64>() as f64 / 1e6),
         sys_s: round6(m.run.workers.iter().map(|w| w.sys_us).sum::<u64>() as f64 / 1e6),
-        kernel_count_source: m.run.kernel_source.name().to_string(),
         memcg_pgfault: m.run.memcg_pgfault,
         start_skew_us: Some(round6(m.run.start_skew_ns as f64 / 1e3)),
         overhead_vs_baseline: report.overhead_vs_baseline(m).map(round6),
-        run_complete: report.complete(),
-        thp_enabled: env.thp_enabled.clone(),
-        governor: env.governor.clone(),
-        overran: m.run.overran,
         pgscan: m.run.memcg.stat.pgscan,
         pgsteal: m.run.memcg.stat.pgsteal,
         events_high: m.run.memcg.events.high,
@@ -114,12 +127,6 @@ fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement, workload: 
         psi_scope: m.run.psi_scope,
         memcg_share: m.run.profile.as_ref().and_then(|p| p.memcg_share()).map(round6),
         memcg_ns_per_fault: Report::memcg_ns_per_fault(m).map(round6),
-        chunk_bytes: report.plan.chunk_bytes,
-        size_bytes: report.plan.size_bytes,
-        thp_mode: report.plan.thp.name().to_string(),
-        tmpdir_fs: report.files_fs.clone().unwrap_or_default(),
-        knobs: knobs_of(report, m),
-        iterations_per_task: report.plan.iterations,
         cpu_ns_per_fault: m.cpu_ns_per_fault().map(round6),
         on_cpu_s: time.map(|t| round6(t.on_cpu_s)),
         wait_s: time.map(|t| round6(t.wait_s)),
@@ -127,13 +134,37 @@ fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement, workload: 
         steal_s: time.and_then(|t| t.steal_s).map(round6),
         throughput_vs_baseline: report.throughput_vs_baseline(m).map(round6),
         timeslices: m.run.workers.iter().map(|w| w.timeslices).sum(),
-        disturbance: m.disturbance().map(round6),
-        round_complete: m.round_complete,
-        counted: report.counted(m),
-        ns_per_level: level.map(|l| round6(l.ns_per_fault)),
-        ns_per_level_low: level.and_then(|l| l.low).map(round6),
-        ns_per_level_high: level.and_then(|l| l.high).map(round6),
-        worker: None,
+        ..slice_row(report, costs, m)
+    }
+}
+
+/// --per-cpu: one worker's row, from that worker's own counters.
+fn worker_row(report: &Report, costs: &[LevelCost], m: &Measurement, index: usize, worker: &WorkerResult) -> Row {
+    let faults_per_sec = worker.loop_faults as f64 / m.run.elapsed_s();
+    let seconds = |ns: u64| round6(ns as f64 / 1e9);
+    let slice = slice_row(report, costs, m);
+    Row {
+        cpu: Some(worker.cpu),
+        worker: Some(index),
+        // siblings:N: the worker's own sibling; the summary row names their parent.
+        cgroup_path: worker.cgroup_path.clone().unwrap_or(slice.cgroup_path.clone()),
+        faults: worker.loop_faults,
+        faults_per_sec: round6(faults_per_sec),
+        faults_per_sec_per_task: round6(faults_per_sec),
+        ns_per_fault: crate::stats::ns_per_unit(faults_per_sec, 1).map(round6),
+        kernel_faults: worker.kernel_faults,
+        user_s: round6(worker.user_us as f64 / 1e6),
+        sys_s: round6(worker.sys_us as f64 / 1e6),
+        cpu_ns_per_fault: worker
+            .on_cpu_ns
+            .filter(|_| worker.loop_faults > 0)
+            .map(|ns| round6(ns as f64 / worker.loop_faults as f64)),
+        on_cpu_s: worker.on_cpu_ns.map(seconds),
+        wait_s: worker.wait_ns.map(seconds),
+        blocked_s: worker.blocked_ns(m.run.elapsed_ns).map(seconds),
+        steal_s: worker.steal_ns.map(seconds),
+        timeslices: worker.timeslices,
+        ..slice
     }
 }
 

@@ -8,6 +8,21 @@ use serde_json::json;
 
 use crate::report::Report;
 
+/// --json: the whole report as one document.
+pub struct Json;
+
+impl super::Exporter for Json {
+    fn option(&self) -> &'static str {
+        "json"
+    }
+    fn help(&self) -> &'static str {
+        "Write one JSON document (environment, settings, every sample, every summary) to FILE"
+    }
+    fn write(&self, out: &mut dyn Write, report: &Report, _: &super::Settings) -> Result<()> {
+        write(out, report)
+    }
+}
+
 pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     let plan = &report.plan;
     let measurements: Vec<_> = report
@@ -97,27 +112,13 @@ fn run_with_memcg(m: &crate::report::Measurement) -> serde_json::Value {
 
 /// The memcg counters by their CSV and JSON names.
 pub fn memcg_columns(c: &crate::measure::memcg::Counters) -> std::collections::BTreeMap<&'static str, u64> {
-    let (stat, events, pressure) = (&c.stat, &c.events, c.pressure);
-    [
-        ("pgfault", stat.pgfault),
-        ("pgmajfault", stat.pgmajfault),
-        ("pgscan", stat.pgscan),
-        ("pgsteal", stat.pgsteal),
-        ("workingset_refault_anon", stat.workingset_refault_anon),
-        ("workingset_refault_file", stat.workingset_refault_file),
-        ("thp_fault_alloc", stat.thp_fault_alloc),
-        ("pgpgout", stat.pgpgout),
-        ("events_low", events.low),
-        ("events_high", events.high),
-        ("events_max", events.max),
-        ("events_oom", events.oom),
-        ("events_oom_kill", events.oom_kill),
-        ("psi_some_us", pressure.map(|p| p.some_us)),
-        ("psi_full_us", pressure.map(|p| p.full_us)),
-    ]
-    .into_iter()
-    .filter_map(|(name, value)| Some((name, value?)))
-    .collect()
+    let pressure = [("psi_some_us", c.pressure.map(|p| p.some_us)), ("psi_full_us", c.pressure.map(|p| p.full_us))];
+    c.stat
+        .columns()
+        .chain(c.events.columns())
+        .chain(pressure)
+        .filter_map(|(name, value)| Some((name, value?)))
+        .collect()
 }
 
 #[cfg(test)]

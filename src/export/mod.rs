@@ -1,4 +1,6 @@
-//! Output formats, one a file, and the output destinations (sink.rs).
+//! Output formats, one a file, and the output destinations (sink.rs). The files a run
+//! writes are the `EXPORTERS` list: the command line, its checks, the checkpoints and the
+//! final write iterate it, so a new format is one file and one entry.
 
 pub mod csv;
 pub mod flamegraph;
@@ -19,6 +21,37 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::compare::Change;
+use crate::report::Report;
+
+/// A file format a run can write, named by its own option (`--csv FILE`).
+pub trait Exporter: Sync {
+    /// The option's long name: `csv` for `--csv`.
+    fn option(&self) -> &'static str;
+    /// The option's line in `--help`.
+    fn help(&self) -> &'static str;
+    fn write(&self, out: &mut dyn Write, report: &Report, settings: &Settings) -> Result<()>;
+}
+
+impl std::fmt::Debug for dyn Exporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--{}", self.option())
+    }
+}
+
+/// What the formats' writers are told beside the report.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Settings {
+    /// --per-cpu: the CSV adds one row per worker.
+    pub per_cpu: bool,
+}
+
+/// Every file a run can write, in the order `--help` lists their options.
+pub static EXPORTERS: &[&dyn Exporter] = &[&csv::SummaryCsv, &json::Json, &csv::SamplesCsv];
+
+/// The exporter whose option is `option` (a name from `EXPORTERS`).
+pub fn exporter(option: &str) -> Option<&'static dyn Exporter> {
+    EXPORTERS.iter().copied().find(|e| e.option() == option)
+}
 
 /// Where an output goes, as the command line named it.
 #[derive(Debug, Clone)]

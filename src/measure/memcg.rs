@@ -15,29 +15,57 @@ pub fn oom_kills(cgroup_dir: &Path) -> Option<u64> {
         .find_map(|file| stat_value(&std::fs::read_to_string(cgroup_dir.join(file)).ok()?, "oom_kill"))
 }
 
-/// memory.stat's counters faultscale reads (v2 names; v1 has pgfault, pgmajfault, the
-/// refaults and pgpgout, and no pgscan, pgsteal or thp_fault_alloc). None: not in this kernel's
-/// file.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MemoryStat {
-    pub pgfault: Option<u64>,
-    pub pgmajfault: Option<u64>,
-    pub pgscan: Option<u64>,
-    pub pgsteal: Option<u64>,
-    pub workingset_refault_anon: Option<u64>,
-    pub workingset_refault_file: Option<u64>,
-    pub thp_fault_alloc: Option<u64>,
-    pub pgpgout: Option<u64>,
+/// A struct of Option<u64> counters whose field names are their keys in a flat-keyed cgroup
+/// file, with what every user of it needs derived from the one list: a new counter is one
+/// line in the invocation below (its reader, its arithmetic and its CSV/JSON name follow).
+macro_rules! counter_set {
+    ($(#[$doc:meta])* $name:ident, columns $prefix:literal { $($field:ident),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct $name {
+            $(pub $field: Option<u64>,)+
+        }
+
+        impl $name {
+            /// Each counter by its CSV and JSON column name (its key, prefixed), in
+            /// declaration order.
+            pub fn columns(&self) -> impl Iterator<Item = (&'static str, Option<u64>)> {
+                [$((concat!($prefix, stringify!($field)), self.$field)),+].into_iter()
+            }
+
+            /// The counters found in a flat-keyed file's text; a key the file lacks stays None.
+            fn parse(text: &str) -> $name {
+                $name { $($field: stat_value(text, stringify!($field)),)+ }
+            }
+
+            /// Counter by counter `op(self, other)`.
+            fn zip_with(self, other: $name, op: impl Fn(Option<u64>, Option<u64>) -> Option<u64>) -> $name {
+                $name { $($field: op(self.$field, other.$field),)+ }
+            }
+        }
+    };
 }
 
-/// memory.events (v2); on v1, `max` is memory.failcnt and `oom_kill` memory.oom_control's.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MemoryEvents {
-    pub low: Option<u64>,
-    pub high: Option<u64>,
-    pub max: Option<u64>,
-    pub oom: Option<u64>,
-    pub oom_kill: Option<u64>,
+counter_set! {
+    /// memory.stat's counters faultscale reads (v2 names; v1 has pgfault, pgmajfault, the
+    /// refaults and pgpgout, and no pgscan, pgsteal or thp_fault_alloc). None: not in this
+    /// kernel's file.
+    MemoryStat, columns "" {
+        pgfault,
+        pgmajfault,
+        pgscan,
+        pgsteal,
+        workingset_refault_anon,
+        workingset_refault_file,
+        thp_fault_alloc,
+        pgpgout,
+    }
+}
+
+counter_set! {
+    /// memory.events (v2); on v1, `max` is memory.failcnt and `oom_kill` memory.oom_control's.
+    // Its columns are prefixed: `max` beside memory.stat's counters would say nothing.
+    MemoryEvents, columns "events_" { low, high, max, oom, oom_kill }
 }
 
 /// Pressure-stall totals in microseconds: some task stalled on memory, all tasks stalled.
@@ -56,42 +84,13 @@ pub struct Counters {
     pub pressure: Option<Pressure>,
 }
 
-/// Field-wise arithmetic over the counters' Option<u64> fields.
-macro_rules! each_field {
-    ($a:expr, $b:expr, $op:expr, $ty:ident { $($field:ident),* }) => {
-        $ty { $($field: $op($a.$field, $b.$field)),* }
-    };
-}
-
-fn stat_map(a: MemoryStat, b: MemoryStat, op: fn(Option<u64>, Option<u64>) -> Option<u64>) -> MemoryStat {
-    each_field!(
-        a,
-        b,
-        op,
-        MemoryStat {
-            pgfault,
-            pgmajfault,
-            pgscan,
-            pgsteal,
-            workingset_refault_anon,
-            workingset_refault_file,
-            thp_fault_alloc,
-            pgpgout
-        }
-    )
-}
-
-fn events_map(a: MemoryEvents, b: MemoryEvents, op: fn(Option<u64>, Option<u64>) -> Option<u64>) -> MemoryEvents {
-    each_field!(a, b, op, MemoryEvents { low, high, max, oom, oom_kill })
-}
-
 impl Counters {
     /// self - earlier, counter by counter (a counter missing on either side is left out).
     pub fn since(&self, earlier: &Counters) -> Counters {
         let minus = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_sub(b?));
         Counters {
-            stat: stat_map(self.stat, earlier.stat, minus),
-            events: events_map(self.events, earlier.events, minus),
+            stat: self.stat.zip_with(earlier.stat, minus),
+            events: self.events.zip_with(earlier.events, minus),
             pressure: self.pressure.zip(earlier.pressure).map(|(a, b)| Pressure {
                 some_us: a.some_us.saturating_sub(b.some_us),
                 full_us: a.full_us.saturating_sub(b.full_us),
@@ -106,8 +105,8 @@ impl Counters {
             (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
         };
         Counters {
-            stat: stat_map(self.stat, other.stat, add),
-            events: events_map(self.events, other.events, add),
+            stat: self.stat.zip_with(other.stat, add),
+            events: self.events.zip_with(other.events, add),
             pressure: self.pressure,
         }
     }
@@ -132,33 +131,13 @@ fn pressure_totals(text: &str) -> Option<Pressure> {
 }
 
 fn read_stat(cgroup_dir: &Path) -> MemoryStat {
-    let Ok(text) = std::fs::read_to_string(cgroup_dir.join("memory.stat")) else { return MemoryStat::default() };
-    let value = |key| stat_value(&text, key);
-    MemoryStat {
-        pgfault: value("pgfault"),
-        pgmajfault: value("pgmajfault"),
-        pgscan: value("pgscan"),
-        pgsteal: value("pgsteal"),
-        workingset_refault_anon: value("workingset_refault_anon"),
-        workingset_refault_file: value("workingset_refault_file"),
-        thp_fault_alloc: value("thp_fault_alloc"),
-        pgpgout: value("pgpgout"),
-    }
+    std::fs::read_to_string(cgroup_dir.join("memory.stat")).map(|text| MemoryStat::parse(&text)).unwrap_or_default()
 }
 
 /// v2's memory.events, or on v1 (no such file) the times the limit was hit and the OOM kills.
 fn read_events(cgroup_dir: &Path) -> MemoryEvents {
     match std::fs::read_to_string(cgroup_dir.join("memory.events")) {
-        Ok(text) => {
-            let value = |key| stat_value(&text, key);
-            MemoryEvents {
-                low: value("low"),
-                high: value("high"),
-                max: value("max"),
-                oom: value("oom"),
-                oom_kill: value("oom_kill"),
-            }
-        }
+        Ok(text) => MemoryEvents::parse(&text),
         Err(_) => MemoryEvents {
             max: std::fs::read_to_string(cgroup_dir.join("memory.failcnt")).ok().and_then(|t| t.trim().parse().ok()),
             oom_kill: oom_kills(cgroup_dir),
