@@ -8,6 +8,18 @@ use crate::report::lkp;
 use crate::results::{Key, RunFile};
 use crate::stats::{self, summarize};
 
+/// Whether a change is significant; written `yes`, `no` and `?` in compare's CSV.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Significance {
+    #[serde(rename = "yes")]
+    Yes,
+    #[serde(rename = "no")]
+    No,
+    /// A side has a single slice: no spread to test against.
+    #[serde(rename = "?")]
+    Untested,
+}
+
 /// One line of a comparison.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Change {
@@ -19,8 +31,8 @@ pub struct Change {
     pub base_mean: f64,
     pub new_mean: f64,
     pub change_pct: f64,
-    /// "yes", "no", or "?" when a side has a single slice.
-    pub significant: &'static str,
+    /// Whether the rate changed, by Welch's t at 95%.
+    pub significant: Significance,
     pub base_cv_pct: f64,
     pub new_cv_pct: f64,
     pub base_overhead_pct: Option<f64>,
@@ -109,15 +121,15 @@ pub fn compare(base: &RunFile, new: &RunFile) -> Vec<Change> {
             workload: key.workload.clone(),
             mode: key.mode.clone(),
             tasks: key.tasks,
-            placement: key.placement.1.clone(),
+            placement: key.placement.name().to_string(),
             new_file: new.name.clone(),
             base_mean: b.mean,
             new_mean: n.mean,
             change_pct: 100.0 * (n.mean - b.mean) / b.mean,
             significant: match stats::welch(base_rates, new_rates) {
-                Some(w) if w.significant => "yes",
-                Some(_) => "no",
-                None => "?",
+                Some(w) if w.significant => Significance::Yes,
+                Some(_) => Significance::No,
+                None => Significance::Untested,
             },
             base_cv_pct: b.cv_pct,
             new_cv_pct: n.cv_pct,
@@ -173,7 +185,8 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
             ));
         }
     }
-    let matched: Vec<&Key> = new.rates.keys().filter(|k| base.rates.contains_key(k) && k.placement.0).collect();
+    let matched: Vec<&Key> =
+        new.rates.keys().filter(|k| base.rates.contains_key(k) && !k.placement.is_baseline()).collect();
     for (file, other) in [(base, new), (new, base)] {
         let lacking = |f: &RunFile| matched.iter().any(|k| f.without_cpu_cost.contains(k));
         if lacking(file) && !lacking(other) {
@@ -335,10 +348,10 @@ mod tests {
         let root = &changes[0];
         assert_eq!(root.placement, "root");
         assert!(root.change_pct.abs() < 1.0);
-        assert_eq!(root.significant, "no");
+        assert_eq!(root.significant, Significance::No);
         let child = &changes[1];
         assert!((child.change_pct - 100.0 * (800.0 - 900.0) / 900.0).abs() < 1e-9);
-        assert_eq!(child.significant, "yes");
+        assert_eq!(child.significant, Significance::Yes);
         assert!((child.base_overhead_pct.unwrap() - 100.0 / 0.9).abs() < 1e-9);
         assert!((child.new_overhead_pct.unwrap() - 125.0).abs() < 1e-9);
         // Files from before the overhead column carry the rate ratio; it reads back inverted.
@@ -355,9 +368,9 @@ mod tests {
         let new =
             csv_file("b.csv", "6.1", &[("root", 1, 120.0, 1.0), ("root", 2, 121.0, 1.0), ("root", 3, 119.0, 1.0)]);
         let c = &compare(&base, &new)[0];
-        assert!(c.change_pct > 19.0 && c.significant == "yes");
+        assert!(c.change_pct > 19.0 && c.significant == Significance::Yes);
         let single = csv_file("c.csv", "6.1", &[("root", 1, 120.0, 1.0)]);
-        assert_eq!(compare(&base, &single)[0].significant, "?");
+        assert_eq!(compare(&base, &single)[0].significant, Significance::Untested);
         assert!(differences(&base, &new).is_empty());
     }
 

@@ -113,7 +113,7 @@ fn main() -> ExitCode {
             }
             // One line: the context chain joined, as ripgrep does.
             say!("faultscale: error: {e:#}");
-            if is_users_input(&e) { ExitCode::from(2) } else { ExitCode::FAILURE }
+            if usage::is_usage(&e) { ExitCode::from(2) } else { ExitCode::FAILURE }
         }
     }
 }
@@ -144,12 +144,6 @@ fn write_stdout(bytes: &[u8], what: &str) -> anyhow::Result<ExitCode> {
         .and_then(|_| stdout.flush())
         .map_err(|e| anyhow::Error::from(e).context(format!("writing {what} to standard output")))?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Whether `error` is the user's input being wrong (exit 2) rather than something that went
-/// wrong while running (exit 1): marked so by the front end, or an engine error typed so.
-fn is_users_input(error: &anyhow::Error) -> bool {
-    usage::is_usage(error) || cgroup::is_input_error(error)
 }
 
 /// clap's usage errors span several lines; the message, the valid values and a hint fit on one.

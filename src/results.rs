@@ -15,13 +15,31 @@ pub struct Key {
     pub workload: String,
     pub mode: String,
     pub tasks: u64,
-    /// The baseline first, then placements by name.
-    pub placement: (bool, String),
+    pub placement: PlacementKey,
+}
+
+/// A row's placement: the baseline sorts first, then the others by name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PlacementKey {
+    Baseline(String),
+    Placement(String),
+}
+
+impl PlacementKey {
+    pub fn name(&self) -> &str {
+        match self {
+            PlacementKey::Baseline(name) | PlacementKey::Placement(name) => name,
+        }
+    }
+
+    pub fn is_baseline(&self) -> bool {
+        matches!(self, PlacementKey::Baseline(_))
+    }
 }
 
 impl Key {
     pub fn label(&self) -> String {
-        format!("{} {} {}t {}", self.workload, self.mode, self.tasks, self.placement.1)
+        format!("{} {} {}t {}", self.workload, self.mode, self.tasks, self.placement.name())
     }
 }
 
@@ -192,7 +210,15 @@ pub const SETTINGS: [&str; 7] =
 /// them, and a cell holding ESC or CR must not reach the terminal as it is.
 pub fn key(workload: &str, mode: &str, tasks: u64, placement: &str) -> Key {
     let shown = |text: &str| crate::text::escaped(text).into_owned();
-    Key { workload: shown(workload), mode: shown(mode), tasks, placement: (!is_baseline(placement), shown(placement)) }
+    Key {
+        workload: shown(workload),
+        mode: shown(mode),
+        tasks,
+        placement: match is_baseline(placement) {
+            true => PlacementKey::Baseline(shown(placement)),
+            false => PlacementKey::Placement(shown(placement)),
+        },
+    }
 }
 
 /// The baseline's names: `root` in the hierarchy's true root, `base` anywhere else.
@@ -304,7 +330,7 @@ impl RunFile {
     /// overhead itself in files from before it had its own column), and whether the overhead
     /// came from the cost on CPU.
     fn add(&mut self, key: Key, rate: f64, overhead: Option<f64>, throughput: Option<f64>, cpu_cost: bool) {
-        if key.placement.0 {
+        if !key.placement.is_baseline() {
             if let Some(overhead) = overhead {
                 self.overheads.entry(key.clone()).or_default().push(overhead);
             }
@@ -372,7 +398,7 @@ impl RunFile {
             row.run_id.clone(),
             k.workload.clone(),
             k.mode.clone(),
-            k.placement.1.clone(),
+            k.placement.name().to_string(),
             k.tasks,
             row.repetition,
             row.slice,
@@ -403,7 +429,7 @@ impl RunFile {
         let memcg_ns = row.memcg_ns_per_fault.map(|v| number("memcg_ns_per_fault", v)).transpose()?;
         let rate = number("faults_per_sec", row.faults_per_sec)?;
         if columns.depth {
-            self.depths.insert(k.placement.1.clone(), row.depth.into());
+            self.depths.insert(k.placement.name().to_string(), row.depth.into());
         }
         if !row.run_complete {
             self.incomplete = true;

@@ -298,7 +298,7 @@ fn measure_all(
                 // measured) still report.
                 let reason = match e.downcast::<WorkerDied>() {
                     Ok(died) => {
-                        let sigbus = died.1 == Some(libc::SIGBUS);
+                        let sigbus = died.signal == Some(libc::SIGBUS);
                         let reason = oom.explain(slice.placement, died, slicer);
                         if sigbus { file_space(reason, &report.plan) } else { reason }
                     }
@@ -394,9 +394,9 @@ impl<'a> OomCounts<'a> {
         let kills = slicer.oom_kills(leaf);
         let seen = self.seen.entry(index).or_insert(0);
         let reason = if kills > *seen {
-            format!("{}; the OOM killer ran in {} (oom_kill {kills})", died.0, leaf.cgroup_path)
+            format!("{}; the OOM killer ran in {} (oom_kill {kills})", died.why, leaf.cgroup_path)
         } else {
-            died.0
+            died.why
         };
         *seen = kills;
         reason

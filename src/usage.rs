@@ -1,8 +1,8 @@
 //! Usage errors: what the user asked for cannot be done as asked (a bad value, an output that
-//! cannot be one, a base that does not exist). They exit 2; everything that goes wrong while
-//! running exits 1. The front end (options, commands) marks its errors so; the engine types its
-//! own (cgroup::InputError) and does not know this mark. Only main.rs reads them and picks the
-//! exit code.
+//! cannot be one, a base that does not exist, placements whose directories clash). They exit 2;
+//! everything that goes wrong while running exits 1. One marker for the whole program, at the
+//! bottom of the layers: the front end (options, commands) and the engine (the cgroup layer)
+//! mark their errors with it; only main.rs reads it and picks the exit code.
 
 use std::fmt;
 

@@ -6,9 +6,9 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Result, bail};
 
-use super::error::InputError;
 use super::fs as cgfs;
 use super::{Hierarchy, Version};
+use crate::usage;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VersionChoice {
@@ -49,9 +49,9 @@ impl BaseSpec {
 
 /// Finds the base directory on disk and checks it is a cgroup of `hierarchy`: inside its mount
 /// after resolving symlinks, no `..`, a directory holding cgroup.procs. Every error is the
-/// user's `--base` naming no usable cgroup: an `InputError`.
+/// user's `--base` naming no usable cgroup: a usage error.
 pub fn resolve_base(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
-    resolve(hierarchy, spec).map_err(InputError::mark)
+    resolve(hierarchy, spec).map_err(usage::usage)
 }
 
 fn resolve(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
@@ -260,7 +260,7 @@ pub fn refuse_read_only(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<()> {
     };
     match resolve_base(hierarchy, spec) {
         Ok(base) if read_only(&base) => {
-            Err(InputError::mark(anyhow::anyhow!("--base {label}: {}", BaseProblem::ReadOnly(base))))
+            Err(usage::usage(anyhow::anyhow!("--base {label}: {}", BaseProblem::ReadOnly(base))))
         }
         _ => Ok(()),
     }

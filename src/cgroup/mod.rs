@@ -7,7 +7,6 @@
 
 pub mod base;
 pub mod cleanup;
-pub mod error;
 pub mod fs;
 pub mod knobs;
 pub mod layout;
@@ -15,6 +14,5 @@ pub mod lock;
 pub mod tree;
 
 pub use base::{BaseSpec, VersionChoice, resolve_base};
-pub use error::is_input_error;
 pub use layout::{Detected, Hierarchy, Layout, Version, detect};
 pub use tree::{Leaf, Tree};

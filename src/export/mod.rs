@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::compare::Change;
+use crate::compare::{Change, Significance};
 use crate::report::Report;
 
 /// A file format a run can write, named by its own option (`--csv FILE`).
@@ -86,9 +86,9 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change], format: Format) -> Re
 /// `*` where the change is significant, `?` where a side has one slice.
 fn mark(change: &Change) -> &'static str {
     match change.significant {
-        "yes" => "*",
-        "?" => "?",
-        _ => "",
+        Significance::Yes => "*",
+        Significance::Untested => "?",
+        Significance::No => "",
     }
 }
 
@@ -124,7 +124,7 @@ mod tests {
             base_mean: 100_000.0,
             new_mean: 90_000.0,
             change_pct: -10.0,
-            significant: "yes",
+            significant: Significance::Yes,
             base_cv_pct: 1.0,
             new_cv_pct: 2.0,
             base_overhead_pct: Some(105.0),

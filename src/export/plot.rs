@@ -65,12 +65,12 @@ fn series(file: &RunFile, chart: Chart, per_task: bool) -> BTreeMap<String, Vec<
     for (key, rates) in &file.rates {
         let scale = if per_task { key.tasks.max(1) as f64 } else { 1.0 };
         let (name, x) = match chart {
-            Chart::Tasks => (format!("{}{}", scope(file, key), key.placement.1), key.tasks),
+            Chart::Tasks => (format!("{}{}", scope(file, key), key.placement.name()), key.tasks),
             Chart::Depth => {
-                let Some(&depth) = file.depths.get(&key.placement.1) else { continue };
+                let Some(&depth) = file.depths.get(key.placement.name()) else { continue };
                 // Profiles with knobs are not plain depth steps; the depth line takes root,
                 // child and nested:N only.
-                let name = key.placement.1.as_str();
+                let name = key.placement.name();
                 if !(is_baseline(name) || name == "child" || name.starts_with("nested:")) {
                     continue;
                 }
@@ -245,7 +245,7 @@ where
     // One task count: the smallest, so a sweep file still gives a readable bar chart.
     let tasks = file.rates.keys().map(|k| k.tasks).min().ok_or("no rows to plot")?;
     // Each bar is labelled with the one overhead figure: the geometric mean of the per-slice
-    // baseline/placement ratios, as the table and the CSV give it.
+    // placement/baseline CPU ns per fault, as the table and the CSV give it.
     let bars: Vec<(String, f64, f64, Option<f64>)> = file
         .rates
         .iter()
@@ -254,7 +254,7 @@ where
             let s = summarize(rates)?;
             let overhead = file.overheads.get(k).and_then(|o| geometric_interval(o)).map(|i| i.mean);
             Some((
-                format!("{}{}", scope(file, k), k.placement.1),
+                format!("{}{}", scope(file, k), k.placement.name()),
                 s.mean / tasks as f64,
                 s.stddev / tasks as f64,
                 overhead,

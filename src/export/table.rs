@@ -198,8 +198,8 @@ fn placement_rows(out: &mut dyn Write, summaries: &[PlacementSummary], columns: 
         // On CPU where measured (the cost the overhead compares), else from the wall-clock rate.
         let ns_per_fault = if columns.cpu_cost { summary.cpu_ns_per_fault } else { summary.ns_per_fault };
         let error = if rate.n > 1 { format!("{:.1}%", rate.rse_pct) } else { "-".into() };
-        // The one overhead estimator: the geometric mean of the per-slice baseline/placement
-        // ratios, the same number as the overhead line below and the CSV's.
+        // The one overhead estimator: the geometric mean over rounds of the placement/baseline
+        // CPU ns per fault, the same number as the overhead line below and the CSV's.
         let overhead = match (summary.placement.is_baseline(), summary.overhead_vs_baseline) {
             (true, _) => "100%".to_string(),
             (false, Some(interval)) => overhead_text(&interval),
@@ -322,8 +322,8 @@ fn overran_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Res
     Ok(())
 }
 
-/// The seed's line per placement: baseline/placement overhead with its interval and whether it
-/// is significant.
+/// The seed's line per placement: the overhead (placement/baseline CPU ns per fault) with its
+/// interval and whether it is significant.
 fn overhead_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummary], sweep: bool) -> Result<()> {
     for summary in summaries {
         let Some(interval) = summary.overhead_vs_baseline else { continue };
@@ -600,7 +600,7 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
     }
     writeln!(
         out,
-        "* rate change significant at 95% (Welch's t); ? a side has one slice; ovh = baseline/placement overhead (geometric mean over slices); its change is new/base, tested on the log overheads, p Holm-adjusted across the rows"
+        "* rate change significant at 95% (Welch's t); ? a side has one slice; ovh = placement/baseline CPU ns per fault (geometric mean over slices); its change is new/base, tested on the log overheads, p Holm-adjusted across the rows"
     )?;
     lkp_terms(out, changes)
 }

@@ -44,14 +44,11 @@ pub fn freeze(workers: &mut Workers, slots: &Slots) -> Result<()> {
             }
             check_interrupt()?;
             if monotonic_ns() > deadline {
-                return Err(WorkerDied(
-                    format!(
-                        "worker {} did not stop within {} s of SIGSTOP (something outside kept continuing it)",
-                        workers.processes[process],
-                        FREEZE_TIMEOUT.as_secs()
-                    ),
-                    None,
-                )
+                return Err(WorkerDied::because(format!(
+                    "worker {} did not stop within {} s of SIGSTOP (something outside kept continuing it)",
+                    workers.processes[process],
+                    FREEZE_TIMEOUT.as_secs()
+                ))
                 .into());
             }
             polls += 1;
@@ -120,15 +117,12 @@ pub fn wait_ready(workers: &mut Workers, slots: &Slots) -> Result<()> {
             match slot.state.load(Ordering::Acquire) {
                 STATE_READY => ready += 1,
                 STATE_FAILED => {
-                    return Err(WorkerDied(
-                        format!(
-                            "worker {} on CPU {} could not start: {}",
-                            workers.process_of(index),
-                            workers.cpus[index],
-                            slot.failure().unwrap_or_default()
-                        ),
-                        None,
-                    )
+                    return Err(WorkerDied::because(format!(
+                        "worker {} on CPU {} could not start: {}",
+                        workers.process_of(index),
+                        workers.cpus[index],
+                        slot.failure().unwrap_or_default()
+                    ))
                     .into());
                 }
                 _ => {}
@@ -156,10 +150,10 @@ pub fn wait_ready(workers: &mut Workers, slots: &Slots) -> Result<()> {
                 .collect();
             let shown = waiting.iter().take(4).cloned().collect::<Vec<_>>().join(", ");
             let more = if waiting.len() > 4 { format!(" and {} more", waiting.len() - 4) } else { String::new() };
-            return Err(WorkerDied(
-                format!("{shown}{more} did not report ready within {} s", READY_TIMEOUT.as_secs()),
-                None,
-            )
+            return Err(WorkerDied::because(format!(
+                "{shown}{more} did not report ready within {} s",
+                READY_TIMEOUT.as_secs()
+            ))
             .into());
         }
         std::thread::sleep(Duration::from_millis(1));

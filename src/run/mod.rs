@@ -158,12 +158,23 @@ impl std::error::Error for Interrupted {}
 
 /// A worker died during the measured part; the run goes on with the other placements.
 #[derive(Debug)]
-/// The message, and the signal that killed the worker where one did.
-pub struct WorkerDied(pub String, pub Option<i32>);
+pub struct WorkerDied {
+    /// Which worker, on which CPU, and why: one line for the failures list.
+    pub why: String,
+    /// The signal that killed it, where one did (SIGBUS: the file workloads' filesystem full).
+    pub signal: Option<i32>,
+}
+
+impl WorkerDied {
+    /// A worker that stopped or failed without a signal.
+    pub fn because(why: String) -> Self {
+        WorkerDied { why, signal: None }
+    }
+}
 
 impl std::fmt::Display for WorkerDied {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.why)
     }
 }
 

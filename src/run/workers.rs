@@ -187,7 +187,7 @@ impl Workers {
         let tid = slots.get(slot).tid.load(std::sync::atomic::Ordering::Relaxed);
         let id = if tid > 0 { tid } else { self.processes[process].as_raw() };
         let signal = status.filter(|&s| libc::WIFSIGNALED(s)).map(|s| libc::WTERMSIG(s));
-        WorkerDied(format!("worker {id} on CPU {} stopped: {why}", self.cpus[slot]), signal)
+        WorkerDied { why: format!("worker {id} on CPU {} stopped: {why}", self.cpus[slot]), signal }
     }
 }
 

@@ -103,7 +103,7 @@ impl Slicer for FakeSlicer {
             Some(Answer::Fails(why)) => Err(anyhow::anyhow!("{why}")),
             Some(Answer::Dies(why, kills)) => {
                 *self.oom_kills.entry(path).or_insert(0) += kills;
-                Err(WorkerDied(why.into(), None).into())
+                Err(WorkerDied::because(why.into()).into())
             }
             Some(Answer::Interrupted(signal)) => Err(Interrupted(signal).into()),
             Some(Answer::Empty) => Ok(run_of(&slice.cpus, 0.0, SLICE_NS)),
