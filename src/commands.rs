@@ -128,7 +128,7 @@ struct Outputs {
 
 /// Checkpoints come at most every 2 s, and at most one part in this of the run's time goes
 /// to writing them.
-const CHECKPOINT_SHARE: u32 = 50;
+const CHECKPOINT_SHARE: u32 = 100;
 
 impl Outputs {
     fn open(options: &RunOptions) -> Result<Self> {

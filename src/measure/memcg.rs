@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use super::reread::Reread;
 use crate::cgroup::fs::stat_value;
 
 /// How many tasks the OOM killer has killed in this cgroup (v2 memory.events, v1
@@ -130,53 +131,82 @@ fn pressure_totals(text: &str) -> Option<Pressure> {
     Some(Pressure { some_us: total("some")?, full_us: total("full")? })
 }
 
-fn read_stat(cgroup_dir: &Path) -> MemoryStat {
-    std::fs::read_to_string(cgroup_dir.join("memory.stat")).map(|text| MemoryStat::parse(&text)).unwrap_or_default()
+/// One cgroup's counter files, kept open: memory.stat, and v2's memory.events or in its
+/// place v1's memory.failcnt and memory.oom_control.
+#[derive(Debug)]
+struct CgroupFiles {
+    stat: Reread,
+    events: Reread,
+    failcnt: Reread,
+    oom_control: Reread,
 }
 
-/// v2's memory.events, or on v1 (no such file) the times the limit was hit and the OOM kills.
-fn read_events(cgroup_dir: &Path) -> MemoryEvents {
-    match std::fs::read_to_string(cgroup_dir.join("memory.events")) {
-        Ok(text) => MemoryEvents::parse(&text),
-        Err(_) => MemoryEvents {
-            max: std::fs::read_to_string(cgroup_dir.join("memory.failcnt")).ok().and_then(|t| t.trim().parse().ok()),
-            oom_kill: oom_kills(cgroup_dir),
-            ..MemoryEvents::default()
-        },
+impl CgroupFiles {
+    fn open(dir: &Path) -> CgroupFiles {
+        CgroupFiles {
+            stat: Reread::open(dir.join("memory.stat")),
+            events: Reread::open(dir.join("memory.events")),
+            failcnt: Reread::open(dir.join("memory.failcnt")),
+            oom_control: Reread::open(dir.join("memory.oom_control")),
+        }
+    }
+
+    fn read(&mut self) -> Counters {
+        let stat = self.stat.read().map(MemoryStat::parse).unwrap_or_default();
+        let events = match self.events.exists() {
+            true => self.events.read().map(MemoryEvents::parse).unwrap_or_default(),
+            false => MemoryEvents {
+                max: self.failcnt.read().ok().and_then(|t| t.trim().parse().ok()),
+                oom_kill: self.oom_control.read().ok().and_then(|t| stat_value(t, "oom_kill")),
+                ..MemoryEvents::default()
+            },
+        };
+        Counters { stat, events, pressure: None }
     }
 }
 
-/// The cgroup's own stall time (v2), else the system's.
-fn read_pressure(cgroup_dir: &Path) -> (Option<Pressure>, Option<PsiScope>) {
-    let (text, scope) = match std::fs::read_to_string(cgroup_dir.join("memory.pressure")) {
-        Ok(text) => (Some(text), PsiScope::Cgroup),
-        Err(_) => (std::fs::read_to_string("/proc/pressure/memory").ok(), PsiScope::System),
-    };
-    match text.as_deref().and_then(pressure_totals) {
-        Some(pressure) => (Some(pressure), Some(scope)),
-        None => (None, None),
+/// The memcg counter files of the cgroups a crew's workers run in, opened once for the
+/// crew's life and read at each snapshot: the cgroups' counters summed (v1 keeps memory.stat
+/// and failcnt per cgroup, so a subtree's figures are the sum of its cgroups'), with the
+/// pressure stall time of their parent (v2 aggregates its subtree's; v1 has only the
+/// system's).
+#[derive(Debug)]
+pub struct CounterFiles {
+    cgroups: Vec<CgroupFiles>,
+    /// The parent's memory.pressure (the cgroup's own stall time), then /proc/pressure/memory
+    /// (the system's): the first that reads.
+    pressure: [(Reread, PsiScope); 2],
+}
+
+impl CounterFiles {
+    pub fn open(parent: &Path, dirs: &[&Path]) -> CounterFiles {
+        CounterFiles {
+            cgroups: dirs.iter().map(|dir| CgroupFiles::open(dir)).collect(),
+            pressure: [
+                (Reread::open(parent.join("memory.pressure")), PsiScope::Cgroup),
+                (Reread::open("/proc/pressure/memory"), PsiScope::System),
+            ],
+        }
+    }
+
+    /// The counters now, and whose stall time they hold.
+    pub fn read(&mut self) -> (Counters, Option<PsiScope>) {
+        let (pressure, scope) = self
+            .pressure
+            .iter_mut()
+            .find_map(|(file, scope)| Some((pressure_totals(file.read().ok()?)?, *scope)))
+            .unzip();
+        let mut cgroups = self.cgroups.iter_mut().map(CgroupFiles::read);
+        let first = cgroups.next().unwrap_or_default();
+        let total = cgroups.fold(first, |total, counters| total.plus(&counters));
+        (Counters { pressure, ..total }, scope)
     }
 }
 
 /// The counters of `cgroup_dir` now.
-pub fn counters(cgroup_dir: &Path) -> (Counters, Option<PsiScope>) {
-    let (pressure, scope) = read_pressure(cgroup_dir);
-    (Counters { stat: read_stat(cgroup_dir), events: read_events(cgroup_dir), pressure }, scope)
-}
-
-/// The counters of the cgroups in `dirs` summed, with the pressure stall time of `parent`
-/// (v2 aggregates its subtree's; v1 has only the system's). v1 keeps memory.stat and failcnt
-/// per cgroup, so a subtree's figures are the sum of its cgroups'.
-pub fn counters_over(parent: &Path, dirs: &[&Path]) -> (Counters, Option<PsiScope>) {
-    if dirs == [parent] {
-        return counters(parent);
-    }
-    let (pressure, scope) = read_pressure(parent);
-    let mut total = Counters { pressure, ..Counters::default() };
-    for dir in dirs {
-        total = total.plus(&counters(dir).0);
-    }
-    (total, scope)
+#[cfg(test)]
+fn counters(cgroup_dir: &Path) -> (Counters, Option<PsiScope>) {
+    CounterFiles::open(cgroup_dir, &[cgroup_dir]).read()
 }
 
 #[cfg(test)]
@@ -215,5 +245,21 @@ mod tests {
         let (counters, _) = super::counters(v1.path());
         assert_eq!(counters.events.max, Some(42));
         assert_eq!(counters.stat.pgscan, None, "v1 has no pgscan: absent, not 0");
+    }
+
+    #[test]
+    fn siblings_counters_are_summed_and_read_fresh_from_the_files_kept_open() {
+        let parent = tempfile::tempdir().unwrap();
+        let (a, b) = (parent.path().join("a"), parent.path().join("b"));
+        for (dir, faults) in [(&a, 5), (&b, 7)] {
+            std::fs::create_dir(dir).unwrap();
+            std::fs::write(dir.join("memory.stat"), format!("pgfault {faults}\n")).unwrap();
+            std::fs::write(dir.join("memory.failcnt"), "1\n").unwrap();
+        }
+        let mut files = CounterFiles::open(parent.path(), &[&a, &b]);
+        let (first, _) = files.read();
+        assert_eq!((first.stat.pgfault, first.events.max, first.stat.pgscan), (Some(12), Some(2), None));
+        std::fs::write(a.join("memory.stat"), "pgfault 105\n").unwrap();
+        assert_eq!(files.read().0.stat.pgfault, Some(112), "each read gives the files' contents now");
     }
 }

@@ -6,5 +6,6 @@ pub mod machine;
 pub mod memcg;
 pub mod perf;
 pub mod procfs;
+pub mod reread;
 pub mod sampling;
 pub mod stacks;

@@ -2,6 +2,8 @@
 //! reads from frozen worker threads, each CPU's steal, and the process scan that finds other
 //! faultscale runs.
 
+use super::reread::Reread;
+
 /// The fields of a stat line faultscale uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcStat {
@@ -21,7 +23,6 @@ pub struct ProcStat {
 
 /// A stat line's fields faultscale uses, parsed by the procfs crate (a command name may hold
 /// spaces and parentheses; the fields resume after the last ')').
-#[cfg(test)]
 pub fn parse_stat(text: &str, ticks_per_sec: u64) -> Option<ProcStat> {
     use procfs::FromRead;
     from_stat(procfs::process::Stat::from_read(text.as_bytes()).ok()?, ticks_per_sec)
@@ -42,15 +43,6 @@ fn from_stat(stat: procfs::process::Stat, ticks_per_sec: u64) -> Option<ProcStat
     })
 }
 
-fn task(pid: i32, tid: i32) -> Option<procfs::process::Task> {
-    procfs::process::Process::new(pid).ok()?.task_from_tid(tid).ok()
-}
-
-/// One thread's counters, from /proc/PID/task/TID/stat.
-pub fn task_stat(pid: i32, tid: i32) -> Option<ProcStat> {
-    from_stat(task(pid, tid)?.stat().ok()?, procfs::ticks_per_second())
-}
-
 pub fn process_stat(pid: u32) -> Option<ProcStat> {
     from_stat(procfs::process::Process::new(pid as i32).ok()?.stat().ok()?, procfs::ticks_per_second())
 }
@@ -68,13 +60,62 @@ pub struct SchedTimes {
     pub timeslices: Option<u64>,
 }
 
-/// /proc/PID/task/TID/schedstat, or where it is absent the thread's CPU clock.
-pub fn sched_times(pid: i32, tid: i32) -> Option<SchedTimes> {
-    match task(pid, tid).and_then(|t| t.schedstat().ok()) {
-        Some(s) => {
-            Some(SchedTimes { on_cpu_ns: s.sum_exec_runtime, wait_ns: Some(s.run_delay), timeslices: Some(s.pcount) })
+/// schedstat's three fields: on CPU (ns), waiting for it (run_delay, ns), timeslices.
+fn parse_schedstat(text: &str) -> Option<SchedTimes> {
+    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+    let (on_cpu_ns, wait_ns, timeslices) = (fields.next()??, fields.next()??, fields.next()??);
+    Some(SchedTimes { on_cpu_ns, wait_ns: Some(wait_ns), timeslices: Some(timeslices) })
+}
+
+/// One worker's /proc files, opened once for the crew's life: its stat line (the process's in
+/// process mode, with its children's counts; the thread's in thread mode) and its thread's
+/// schedstat.
+#[derive(Debug)]
+pub struct WorkerFiles {
+    tid: i32,
+    stat: Reread,
+    schedstat: Reread,
+    ticks_per_sec: u64,
+}
+
+impl WorkerFiles {
+    /// `whole_process`: the stat line of the process `pid` (which the worker is), else of its
+    /// thread `tid`.
+    pub fn open(pid: i32, tid: i32, whole_process: bool) -> WorkerFiles {
+        let task = format!("/proc/{pid}/task/{tid}");
+        WorkerFiles {
+            tid,
+            stat: Reread::open(if whole_process { format!("/proc/{pid}/stat") } else { format!("{task}/stat") }),
+            schedstat: Reread::open(format!("{task}/schedstat")),
+            ticks_per_sec: procfs::ticks_per_second(),
         }
-        None => thread_cpu_ns(tid).map(|on_cpu_ns| SchedTimes { on_cpu_ns, wait_ns: None, timeslices: None }),
+    }
+
+    pub fn stat(&mut self) -> Option<ProcStat> {
+        parse_stat(self.stat.read().ok()?, self.ticks_per_sec)
+    }
+
+    /// The thread's scheduler times: schedstat, else (a kernel without schedstat) its CPU clock.
+    pub fn sched(&mut self) -> Option<SchedTimes> {
+        match self.schedstat.read().ok().and_then(parse_schedstat) {
+            Some(times) => Some(times),
+            None => thread_cpu_ns(self.tid).map(|on_cpu_ns| SchedTimes { on_cpu_ns, wait_ns: None, timeslices: None }),
+        }
+    }
+}
+
+/// /proc/stat kept open, for each snapshot's steal.
+#[derive(Debug)]
+pub struct StealFile(Reread);
+
+impl StealFile {
+    pub fn open() -> StealFile {
+        StealFile(Reread::open("/proc/stat"))
+    }
+
+    /// Each CPU's steal so far, in ns (see `parse_steal`).
+    pub fn read(&mut self) -> Vec<Option<u64>> {
+        self.0.read().map(|text| parse_steal(text, steal_tick_ns())).unwrap_or_default()
     }
 }
 
@@ -92,11 +133,6 @@ fn thread_cpu_ns(tid: i32) -> Option<u64> {
 /// no steal column or no line for it: an offline CPU). Read by hand: the procfs crate's
 /// KernelStats keeps the lines in order but drops their CPU numbers, and with a CPU offline the
 /// n-th line is not CPU n.
-pub fn steal_ns() -> Vec<Option<u64>> {
-    let Ok(text) = std::fs::read_to_string("/proc/stat") else { return Vec::new() };
-    parse_steal(&text, steal_tick_ns())
-}
-
 fn parse_steal(text: &str, ns_per_tick: u64) -> Vec<Option<u64>> {
     let mut steal: Vec<Option<u64>> = Vec::new();
     for line in text.lines() {
@@ -137,6 +173,23 @@ pub fn others_named(harness_name: &str) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn schedstat_lines_and_a_worker_s_own_files() {
+        assert_eq!(
+            parse_schedstat("123456 789 12\n"),
+            Some(SchedTimes { on_cpu_ns: 123456, wait_ns: Some(789), timeslices: Some(12) })
+        );
+        assert_eq!(parse_schedstat("123456 789\n"), None, "a short line is not read as zeros");
+        // This very thread, read through its own files, as a crew's are.
+        let (pid, tid) = (std::process::id() as i32, nix::unistd::gettid().as_raw());
+        let mut files = WorkerFiles::open(pid, tid, false);
+        let before = files.sched().unwrap();
+        let spin = std::time::Instant::now();
+        while spin.elapsed() < std::time::Duration::from_millis(20) {}
+        assert!(files.sched().unwrap().on_cpu_ns >= before.on_cpu_ns + 10_000_000);
+        assert_eq!(files.stat().map(|s| s.state), Some('R'));
+    }
 
     #[test]
     fn steal_is_read_by_cpu_number_with_a_cpu_offline() {

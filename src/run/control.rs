@@ -52,14 +52,22 @@ pub fn freeze(workers: &mut Workers, slots: &Slots) -> Result<()> {
                 .into());
             }
             polls += 1;
-            if polls % 50 == 0 {
+            if polls % RESTOP_POLLS == 0 {
                 let _ = nix::sys::signal::kill(workers.processes[process], Signal::SIGSTOP);
             }
-            std::thread::sleep(Duration::from_micros(100));
+            // Short: a worker on another CPU stops within microseconds of the signal, and
+            // one on the harness's own CPU as soon as the harness sleeps (it runs SCHED_FIFO).
+            // 100 us sleeps made a freeze take 190 us, twice a slice.
+            std::thread::sleep(FREEZE_POLL);
         }
     }
     Ok(())
 }
+
+/// How long the freeze sleeps between looks at a worker not yet stopped, and after how many
+/// looks (5 ms) it sends SIGSTOP again.
+const FREEZE_POLL: Duration = Duration::from_micros(20);
+const RESTOP_POLLS: u32 = 250;
 
 /// How long a freeze may take before the slice gives up on the worker that will not stop.
 const FREEZE_TIMEOUT: Duration = Duration::from_secs(5);

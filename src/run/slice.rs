@@ -24,7 +24,7 @@ use crate::cgroup::{Hierarchy, Leaf};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::memcg;
 use crate::measure::perf::WorkerPerf;
-use crate::measure::procfs::{process_stat, sched_times, steal_ns, task_stat};
+use crate::measure::procfs::{StealFile, WorkerFiles};
 use crate::measure::sampling::WorkerSampler;
 use crate::measure::stacks::ProfileCounts;
 use crate::workload;
@@ -73,8 +73,11 @@ pub struct Crew {
     workers: Workers,
     cpus: Vec<usize>,
     mode: Mode,
-    leaf_fs_path: PathBuf,
-    memcg_dirs: Vec<PathBuf>,
+    /// Every counter file a snapshot reads, opened once: each worker's /proc files, its
+    /// cgroups' memcg counters, /proc/stat.
+    worker_files: Vec<WorkerFiles>,
+    memcg_files: memcg::CounterFiles,
+    steal_file: StealFile,
     /// `siblings:N`: each worker's cgroup, for its row.
     worker_cgroups: Option<Vec<String>>,
     tids: Vec<i32>,
@@ -147,14 +150,20 @@ impl Crew {
             true => vec![leaf.fs_path.clone()],
             false => leaf.siblings.iter().map(|s| s.fs_path.clone()).collect(),
         };
+        let tids: Vec<i32> = (0..count).map(|i| slots.get(i).tid.load(Ordering::Relaxed)).collect();
+        let worker_files = (0..count)
+            .map(|i| WorkerFiles::open(workers.process_of(i).as_raw(), tids[i], spec.mode == Mode::Process))
+            .collect();
+        let dirs: Vec<&std::path::Path> = memcg_dirs.iter().map(PathBuf::as_path).collect();
         Ok(Crew {
-            tids: (0..count).map(|i| slots.get(i).tid.load(Ordering::Relaxed)).collect(),
+            memcg_files: memcg::CounterFiles::open(&leaf.fs_path, &dirs),
+            worker_files,
+            steal_file: StealFile::open(),
+            tids,
             slots,
             workers,
             cpus: request.cpus.clone(),
             mode: spec.mode,
-            leaf_fs_path: leaf.fs_path.clone(),
-            memcg_dirs,
             worker_cgroups: (!leaf.siblings.is_empty())
                 .then(|| request.worker_leaves.iter().map(|l| l.cgroup_path.clone()).collect()),
             perf: Vec::new(),
@@ -287,39 +296,28 @@ impl Crew {
 
     /// One worker's fault and CPU-time counts from /proc (see `TaskCounts`), and in process
     /// mode its waited-for children's CPU time in ns, from the same stat line.
-    fn task_counts(&self, index: usize) -> (Option<TaskCounts>, Option<u64>) {
-        let pid = self.workers.process_of(index).as_raw();
+    fn task_counts(&mut self, index: usize) -> (Option<TaskCounts>, Option<u64>) {
+        let Some(s) = self.worker_files[index].stat() else { return (None, None) };
         match self.mode {
-            Mode::Process => match process_stat(pid as u32) {
-                Some(s) => (
-                    Some(TaskCounts {
-                        minflt: s.minflt + s.children_minflt,
-                        user_us: s.user_us + s.children_user_us,
-                        sys_us: s.sys_us + s.children_sys_us,
-                    }),
-                    Some((s.children_user_us + s.children_sys_us) * 1000),
-                ),
-                None => (None, None),
-            },
-            Mode::Thread => (
-                task_stat(pid, self.tids[index]).map(|s| TaskCounts {
-                    minflt: s.minflt,
-                    user_us: s.user_us,
-                    sys_us: s.sys_us,
+            Mode::Process => (
+                Some(TaskCounts {
+                    minflt: s.minflt + s.children_minflt,
+                    user_us: s.user_us + s.children_user_us,
+                    sys_us: s.sys_us + s.children_sys_us,
                 }),
-                None,
+                Some((s.children_user_us + s.children_sys_us) * 1000),
             ),
+            Mode::Thread => (Some(TaskCounts { minflt: s.minflt, user_us: s.user_us, sys_us: s.sys_us }), None),
         }
     }
 
     /// The loop counters and the scheduler's times alone: what the settling window needs.
-    fn loop_and_cpu_times(&self) -> Snapshot {
-        let process = |i: usize| self.workers.process_of(i).as_raw();
+    fn loop_and_cpu_times(&mut self) -> Snapshot {
         let count = self.count();
         Snapshot {
             iterations: (0..count).map(|i| self.slots.get(i).iterations.load(Ordering::Relaxed)).collect(),
             counts: vec![None; count],
-            sched: (0..count).map(|i| sched_times(process(i), self.tids[i])).collect(),
+            sched: self.worker_files.iter_mut().map(WorkerFiles::sched).collect(),
             ..Snapshot::default()
         }
     }
@@ -332,8 +330,7 @@ impl Crew {
             .map(|p| p.read())
             .collect::<std::io::Result<_>>()
             .map_err(|e| anyhow!("reading perf counters: {e}"))?;
-        let dirs: Vec<&std::path::Path> = self.memcg_dirs.iter().map(PathBuf::as_path).collect();
-        let (memcg, psi_scope) = memcg::counters_over(&self.leaf_fs_path, &dirs);
+        let (memcg, psi_scope) = self.memcg_files.read();
         let (counts, children_ns): (Vec<_>, Vec<_>) = (0..self.count()).map(|i| self.task_counts(i)).unzip();
         // The loop counters and scheduler times are read as the settling window reads them.
         let Snapshot { iterations, sched, .. } = self.loop_and_cpu_times();
@@ -346,8 +343,8 @@ impl Crew {
                 Mode::Process => children_ns,
                 Mode::Thread => Vec::new(),
             },
-            steal_ns: steal_ns(),
-            // memory.stat read once: `counters_over` parsed pgfault with the rest.
+            steal_ns: self.steal_file.read(),
+            // memory.stat read once: `CounterFiles::read` parsed pgfault with the rest.
             memcg_pgfault: memcg.stat.pgfault,
             memcg,
             psi_scope,
