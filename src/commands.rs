@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::cgroup::{self, BaseSpec, Version, VersionChoice};
 use crate::compare;
-use crate::export::{self, OutputPath, Sink};
+use crate::export;
 use crate::options::RunOptions;
 use crate::output;
 use crate::output::progress::TerminalProgress;
@@ -15,6 +15,7 @@ use crate::report::Report;
 use crate::results::{self, RunFile};
 use crate::run::{self, Interrupted};
 use crate::session;
+use crate::sink::{self, OutputPath, Sink};
 use crate::usage;
 use crate::workload;
 
@@ -143,7 +144,7 @@ impl Outputs {
             settings: export::Settings { per_cpu: options.per_cpu },
             profile_dir: options.plan.profile_dir.clone(),
             _profile_claim: match &options.plan.profile_dir {
-                Some(dir) => export::claim_directory(dir)
+                Some(dir) => sink::claim_directory(dir)
                     .map_err(|e| usage::usage(anyhow::anyhow!("--profile-dir {}: {e}", dir.display())))?,
                 None => None,
             },

@@ -36,6 +36,7 @@ mod report;
 mod results;
 mod run;
 mod session;
+mod sink;
 mod stats;
 mod text;
 mod usage;
@@ -58,7 +59,7 @@ fn main() -> ExitCode {
         }
     };
     if let Some(what) = stdout_reader(&cli)
-        && export::stdout_closed_at_start()
+        && sink::stdout_closed_at_start()
     {
         say!(
             "faultscale: error: standard output is closed (`>&-`): {what} would be lost; send it to a file, or to /dev/null to discard it"

@@ -9,10 +9,11 @@ use anyhow::{Context, Result, anyhow, bail};
 use crate::cgroup::{BaseSpec, VersionChoice};
 use crate::cli::{self, RunArgs};
 use crate::export::plot::Chart;
-use crate::export::{self, EXPORTERS, Exporter, Format, OutputPath};
+use crate::export::{self, EXPORTERS, Exporter, Format};
 use crate::plan::{Placement, Plan, parse_placements};
 use crate::run::topology::CpuOrder;
 use crate::run::{KernelCountSource, Mode};
+use crate::sink::OutputPath;
 use crate::text::{format_cpu_list, parse_cpu_list, parse_seconds, parse_size};
 use crate::workload::{ThpMode, WorkloadKind};
 

@@ -1,7 +1,8 @@
-//! Output formats, one a file, and the output destinations (sink.rs). The files a run
+//! Output formats, one a file (where they go is `src/sink.rs`, beside this module). The files a run
 //! writes are the `EXPORTERS` list: the command line, its checks, the checkpoints and the
 //! final write iterate it, so a new format is one file and one entry.
 
+pub mod comparison;
 pub mod csv;
 pub mod flamegraph;
 #[cfg(test)]
@@ -10,13 +11,9 @@ pub mod json;
 pub mod markdown;
 pub mod plot;
 mod resolution;
-mod sink;
 pub mod table;
 
-pub use sink::{Sink, claim_directory, stdout_closed_at_start};
-
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::Result;
 
@@ -53,20 +50,6 @@ pub fn exporter(option: &str) -> Option<&'static dyn Exporter> {
     EXPORTERS.iter().copied().find(|e| e.option() == option)
 }
 
-/// Where an output goes, as the command line named it.
-#[derive(Debug, Clone)]
-pub enum OutputPath {
-    Stdout,
-    File(PathBuf),
-}
-
-impl OutputPath {
-    /// `-` is stdout.
-    pub fn parse(text: &str) -> Self {
-        if text == "-" { OutputPath::Stdout } else { OutputPath::File(PathBuf::from(text)) }
-    }
-}
-
 /// How `compare` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -77,7 +60,7 @@ pub enum Format {
 
 pub fn comparison(out: &mut dyn Write, changes: &[Change], format: Format) -> Result<()> {
     match format {
-        Format::Table => table::comparison(out, changes),
+        Format::Table => comparison::write(out, changes),
         Format::Csv => csv::write(out, changes),
         Format::Markdown => markdown::comparison(out, changes),
     }

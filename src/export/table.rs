@@ -1,15 +1,13 @@
-//! The terminal table: one line per placement, the seed's overhead line per non-root placement.
+//! The run's terminal table: one line per placement, the seed's overhead line per placement
+//! beside the baseline. `compare`'s table is comparison.rs.
 
 use std::io::Write;
 
 use anyhow::Result;
 
-use super::{mark, overhead_change, pct};
-use crate::compare::Change;
 use crate::measure::perf::PerfReading;
 use crate::plan::Placement;
 use crate::report::{Measurement, PlacementSummary, Report};
-use crate::results::key;
 use crate::run::Mode;
 use crate::stats::summarize;
 use crate::text::{seconds, thousands};
@@ -557,76 +555,6 @@ fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement, 
             writeln!(out, " {:>18} msec {name}  # {cpus:.3} CPUs utilized{error}", format!("{:.2}", stats.mean / 1e6))?;
         } else {
             writeln!(out, " {:>18}      {name}{error}", thousands(stats.mean))?;
-        }
-    }
-    Ok(())
-}
-
-/// `compare` as a terminal table, grouped by the new file.
-pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
-    let width =
-        changes.iter().map(|c| key(&c.workload, &c.mode, c.tasks, &c.placement).label().len()).max().unwrap_or(4);
-    writeln!(
-        out,
-        "{:<width$} {:>12} {:>12} {:>10} {:>7} {:>7} {:>9} {:>9}  overhead change (95% CI), Holm p",
-        "row", "base/s", "new/s", "change", "CV base", "CV new", "ovh base", "ovh new"
-    )?;
-    let mut file = "";
-    for c in changes {
-        if c.new_file != file {
-            file = &c.new_file;
-            writeln!(out, "[{file}]")?;
-        }
-        writeln!(
-            out,
-            "{:<width$} {:>12} {:>12} {:>10} {:>6.1}% {:>6.1}% {:>9} {:>9}  {}",
-            key(&c.workload, &c.mode, c.tasks, &c.placement).label(),
-            thousands(c.base_mean),
-            thousands(c.new_mean),
-            format!("{:+.2}%{}", c.change_pct, mark(c)),
-            c.base_cv_pct,
-            c.new_cv_pct,
-            pct(c.base_overhead_pct),
-            pct(c.new_overhead_pct),
-            overhead_change(c)
-        )?;
-        if let (Some(base), Some(new)) = (c.base_memcg_ns, c.new_memcg_ns) {
-            let change = match (c.memcg_ns_change, c.memcg_ns_change_low, c.memcg_ns_change_high, c.memcg_p_holm) {
-                (Some(v), Some(low), Some(high), Some(p)) => format!("{v:+.1} ns ({low:+.1} to {high:+.1}) p={p:.3}"),
-                _ => "-".into(),
-            };
-            writeln!(out, "{:<width$}   memcg ns/fault {base:.1} -> {new:.1}: {change}", "")?;
-        }
-    }
-    writeln!(
-        out,
-        "* rate change significant at 95% (Welch's t); ? a side has one slice; ovh = placement/baseline CPU ns per fault (geometric mean over slices); its change is new/base, tested on the log overheads, p Holm-adjusted across the rows"
-    )?;
-    lkp_terms(out, changes)
-}
-
-/// The same rows as an LKP report shows them (base, %change, new, metric), so the figures can
-/// be quoted beside the robot's.
-fn lkp_terms(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
-    writeln!(out, "\nin LKP's terms:")?;
-    writeln!(out, "{:>14} {:>9} {:>14}  {:<30} row", "base", "%change", "new", "metric")?;
-    for c in changes {
-        let label = key(&c.workload, &c.mode, c.tasks, &c.placement).label();
-        let line = |base: f64, new: f64, metric: String, digits: usize| -> String {
-            format!(
-                "{:>14} {:>+8.1}% {:>14}  {metric:<30} {label}",
-                if digits == 0 { thousands(base) } else { format!("{base:.digits$}") },
-                100.0 * (new - base) / base,
-                if digits == 0 { thousands(new) } else { format!("{new:.digits$}") },
-            )
-        };
-        writeln!(
-            out,
-            "{}",
-            line(c.base_per_task_ops, c.new_per_task_ops, format!("will-it-scale.{}", c.lkp_metric), 0)
-        )?;
-        if let (Some(base), Some(new)) = (c.base_scalability, c.new_scalability) {
-            writeln!(out, "{}", line(base, new, "will-it-scale.scalability".into(), 4))?;
         }
     }
     Ok(())

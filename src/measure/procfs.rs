@@ -185,9 +185,14 @@ mod tests {
         let (pid, tid) = (std::process::id() as i32, nix::unistd::gettid().as_raw());
         let mut files = WorkerFiles::open(pid, tid, false);
         let before = files.sched().unwrap();
-        let spin = std::time::Instant::now();
-        while spin.elapsed() < std::time::Duration::from_millis(20) {}
-        assert!(files.sched().unwrap().on_cpu_ns >= before.on_cpu_ns + 10_000_000);
+        // 20 ms on this thread's own CPU clock, however long a loaded machine takes to give it.
+        let cpu_ns = || {
+            let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).unwrap();
+            t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+        };
+        let spun_from = cpu_ns();
+        while cpu_ns() < spun_from + 20_000_000 {}
+        assert!(files.sched().unwrap().on_cpu_ns >= before.on_cpu_ns + 20_000_000);
         assert_eq!(files.stat().map(|s| s.state), Some('R'));
     }
 

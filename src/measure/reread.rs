@@ -67,8 +67,12 @@ mod tests {
     fn proc_files_give_their_current_contents_at_each_read() {
         let mut stat = Reread::open("/proc/thread-self/schedstat");
         let first: u64 = stat.read().unwrap().split_whitespace().next().unwrap().parse().unwrap();
-        let spin = std::time::Instant::now();
-        while spin.elapsed() < std::time::Duration::from_millis(20) {}
+        let cpu_ns = || {
+            let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).unwrap();
+            t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+        };
+        let spun_from = cpu_ns();
+        while cpu_ns() < spun_from + 5_000_000 {}
         let second: u64 = stat.read().unwrap().split_whitespace().next().unwrap().parse().unwrap();
         assert!(second > first, "schedstat's time on CPU grew: {first} -> {second}");
     }

@@ -4,7 +4,7 @@ use super::*;
 use std::time::Duration;
 
 use crate::cgroup::{BaseSpec, VersionChoice};
-use crate::run::{KernelCountSource, Mode, Sample};
+use crate::run::{KernelCountSource, Mode, Sample, WorkerResult};
 use crate::workload::{ThpMode, WorkloadKind};
 
 /// The plan of a 2 s root-vs-child anon run on CPUs 0-1.

@@ -1,23 +1,23 @@
-//! A run's results as every exporter reads them: the measurements, the per-placement
-//! statistics over repetitions, the ratio to the baseline, and the typed warnings.
+//! A run's results as every exporter reads them: the measurements, which of them count, each
+//! slice's ratios to the baseline in its round, and the typed warnings. The per-placement
+//! statistics over the rounds (the estimator's summaries) are summary.rs.
 
 pub mod environment;
 #[cfg(test)]
 pub mod fixture;
 pub mod judging;
 pub mod levels;
+mod summary;
 pub mod warnings;
-
-use std::collections::BTreeMap;
 
 use crate::cgroup::Leaf;
 use crate::cgroup::tree::AppliedKnob;
-use crate::measure::stacks::{MEMCG_FAMILY_VERSION, ProfileCounts, is_memcg};
 use crate::plan::{Placement, Plan};
-use crate::run::{PlacementRun, WorkerResult};
+use crate::run::PlacementRun;
 use crate::stats;
 use crate::workload::Unit;
 pub use environment::{Environment, RunId};
+pub use summary::{FixedWork, MeanInterval, PlacementSummary};
 pub use warnings::Warning;
 
 /// One placement measured once.
@@ -248,24 +248,6 @@ impl Report {
             .filter(|m| self.counted(m))
     }
 
-    /// `siblings:N` against one plain cgroup at the same depth and task count (`child`, when the
-    /// run has it): the siblings' cost per fault over child's, per round, as the geometric
-    /// mean with its 95% interval. This isolates the switching between memcgs from the depth.
-    pub fn siblings_vs_child(&self, placement: &Placement, tasks: usize) -> Option<stats::RatioInterval> {
-        if placement.siblings == 0 {
-            return None;
-        }
-        let child = self.plan.placements.iter().find(|p| p.name == "child" && p.siblings == 0)?;
-        let ratios: Vec<(u32, f64)> = self
-            .of(placement, tasks)
-            .filter_map(|m| {
-                let other = self.of(child, tasks).find(|c| c.round == m.round)?;
-                (m.faults_per_sec() > 0.0).then(|| (m.round, other.faults_per_sec() / m.faults_per_sec()))
-            })
-            .collect();
-        stats::overhead_interval(&ratios)
-    }
-
     /// This placement's rate divided by the baseline's rate in the same round and task count.
     fn rate_ratio(&self, measurement: &Measurement) -> Option<f64> {
         let root = self.baseline_of(measurement)?;
@@ -319,15 +301,6 @@ impl Report {
         disturbed as f64 <= DISTURBED_LEFT_OUT_UP_TO * slices().count() as f64
     }
 
-    /// The share of a placement's measured time in slices that counted, and whether the
-    /// disturbed ones were left out at this task count; None where nothing was measured.
-    pub fn counted_share(&self, placement: &Placement, tasks: usize) -> Option<f64> {
-        let all = || self.measurements.iter().filter(|m| &m.placement == placement && m.tasks == tasks);
-        let measured: f64 = all().map(|m| m.run.elapsed_s()).sum();
-        let counted: f64 = all().filter(|m| self.counted(m)).map(|m| m.run.elapsed_s()).sum();
-        (measured > 0.0).then(|| counted / measured)
-    }
-
     /// CPU nanoseconds one worker spends per fault in a slice: the measured on-CPU time, or
     /// where that is missing wall time per fault times the worker's CPU share (rusage).
     fn profile_cpu_ns_per_fault(m: &Measurement) -> Option<f64> {
@@ -345,122 +318,6 @@ impl Report {
         Some(m.run.profile.as_ref()?.memcg_share()? * Self::profile_cpu_ns_per_fault(m)?)
     }
 
-    /// The placement's samples over all its slices.
-    pub fn profile_totals(&self, placement: &Placement, tasks: usize) -> Option<ProfileCounts> {
-        let mut total: Option<ProfileCounts> = None;
-        for m in self.of(placement, tasks) {
-            total.get_or_insert_with(ProfileCounts::default).add(m.run.profile.as_ref()?);
-        }
-        total
-    }
-
-    fn memcg_cost(&self, placement: &Placement, tasks: usize) -> Option<MemcgCost> {
-        let totals = self.profile_totals(placement, tasks)?;
-        let per_slice: Vec<f64> = self.of(placement, tasks).filter_map(Self::memcg_ns_per_fault).collect();
-        let ns = MeanInterval::of(&per_slice)?;
-        Some(MemcgCost {
-            share: totals.memcg_share()?,
-            ns_per_fault: ns.mean,
-            // A cost has no negative values: with few slices the t interval reaches below 0
-            // (with 2 slices t is 12.7), so it is cut at 0 rather than printed below.
-            low: ns.half_width.map(|h| (ns.mean - h).max(0.0)),
-            high: ns.half_width.map(|h| ns.mean + h),
-            samples: totals.samples,
-            lost: totals.lost,
-            family_version: MEMCG_FAMILY_VERSION,
-            functions: totals.self_samples.keys().filter(|f| is_memcg(f)).cloned().collect(),
-        })
-    }
-
-    /// Per function, the ns per fault a placement spends there beyond the baseline (negative:
-    /// less), largest changes first: where its overhead goes.
-    pub fn function_differences(&self, placement: &Placement, tasks: usize) -> Vec<(String, f64)> {
-        let cost = |p: &Placement| -> Option<(ProfileCounts, f64)> {
-            let totals = self.profile_totals(p, tasks)?;
-            let ns: Vec<f64> = self.of(p, tasks).filter_map(Self::profile_cpu_ns_per_fault).collect();
-            let mean = ns.iter().sum::<f64>() / ns.len().max(1) as f64;
-            Some((totals, mean))
-        };
-        let Some(baseline) = self.plan.placements.iter().find(|p| p.is_baseline()) else { return Vec::new() };
-        let (Some((base, base_ns)), Some((this, this_ns))) = (cost(baseline), cost(placement)) else {
-            return Vec::new();
-        };
-        let ns_in = |counts: &ProfileCounts, ns: f64, function: &str| {
-            counts.self_samples.get(function).copied().unwrap_or(0) as f64 / counts.samples.max(1) as f64 * ns
-        };
-        let mut functions: Vec<&String> = base.self_samples.keys().chain(this.self_samples.keys()).collect();
-        functions.sort();
-        functions.dedup();
-        let mut differences: Vec<(String, f64)> =
-            functions.into_iter().map(|f| (f.clone(), ns_in(&this, this_ns, f) - ns_in(&base, base_ns, f))).collect();
-        differences.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
-        differences
-    }
-
-    /// One of the memcg's counters summed over the placement's slices, if the kernel has it.
-    pub fn memcg_total(&self, placement: &Placement, tasks: usize, counter: MemcgCounter) -> Option<u64> {
-        self.of(placement, tasks).map(|m| counter(&m.run.memcg)).sum()
-    }
-
-    /// What the memcg did while a placement was measured, in words, where it did anything
-    /// that changes a fault's cost: reclaim, limit hits, stalls.
-    pub fn memcg_note(&self, placement: &Placement, tasks: usize) -> Option<String> {
-        let total = |counter: MemcgCounter| self.memcg_total(placement, tasks, counter).filter(|v| *v > 0);
-        let mut parts = Vec::new();
-        if let Some(pages) = total(|c| c.stat.pgsteal) {
-            parts.push(format!("{} pages reclaimed", crate::text::thousands(pages as f64)));
-        } else if let Some(pages) = total(|c| c.stat.pgscan) {
-            parts.push(format!("{} pages scanned for reclaim", crate::text::thousands(pages as f64)));
-        }
-        if let Some(hits) = total(|c| c.events.max) {
-            parts.push(format!("its memory limit hit {} times", crate::text::thousands(hits as f64)));
-        }
-        if let Some(hits) = total(|c| c.events.high) {
-            parts.push(format!("memory.high hit {} times", crate::text::thousands(hits as f64)));
-        }
-        if let Some(kills) = total(|c| c.events.oom_kill) {
-            parts.push(format!("{} OOM kills", crate::text::thousands(kills as f64)));
-        }
-        let measured_us: f64 = self.of(placement, tasks).map(|m| m.run.elapsed_s() * 1e6).sum();
-        if let Some(stalled) = total(|c| c.pressure.map(|p| p.some_us)) {
-            let share = stalled as f64 / measured_us;
-            let scope = self.of(placement, tasks).find_map(|m| m.run.psi_scope);
-            if share >= 0.01 {
-                let whose = if scope == Some(crate::measure::memcg::PsiScope::System) { " (system-wide)" } else { "" };
-                parts.push(format!("{:.0}% of the time stalled on memory{whose}", 100.0 * share));
-            }
-        }
-        (!parts.is_empty()).then(|| parts.join(", "))
-    }
-
-    /// `siblings:N`: each sibling cgroup's rate (its workers' units over the slice, mean over
-    /// the slices), in sibling order.
-    pub fn per_cgroup(&self, placement: &Placement, tasks: usize) -> Vec<CgroupRate> {
-        let mut rates: Vec<CgroupRate> = Vec::new();
-        let measurements: Vec<&Measurement> = self.of(placement, tasks).collect();
-        for m in &measurements {
-            for worker in &m.run.workers {
-                let Some(path) = &worker.cgroup_path else { continue };
-                let rate = worker.loop_faults as f64 / m.run.elapsed_s() / measurements.len() as f64;
-                match rates.iter_mut().find(|r| &r.cgroup_path == path) {
-                    Some(entry) => entry.faults_per_sec += rate,
-                    None => rates.push(CgroupRate { cgroup_path: path.clone(), tasks: 0, faults_per_sec: rate }),
-                }
-            }
-        }
-        if let Some(first) = measurements.first() {
-            for entry in &mut rates {
-                entry.tasks =
-                    first.run.workers.iter().filter(|w| w.cgroup_path.as_ref() == Some(&entry.cgroup_path)).count();
-            }
-        }
-        rates.sort_by_key(|r| {
-            let number = r.cgroup_path.rsplit("sibling").next().and_then(|n| n.parse::<u32>().ok());
-            (number, r.cgroup_path.clone())
-        });
-        rates
-    }
-
     /// The task counts measured, in sweep order.
     pub fn task_counts(&self) -> Vec<usize> {
         let mut counts: Vec<usize> = Vec::new();
@@ -471,223 +328,12 @@ impl Report {
         }
         counts
     }
-
-    /// Statistics per task count and placement over the repetitions, in the plan's order.
-    /// The mean over slices of the cost per fault on CPU; None where a slice has none.
-    fn mean_cpu_ns_per_fault(&self, placement: &Placement, tasks: usize) -> Option<f64> {
-        let costs: Vec<f64> = self.of(placement, tasks).map(Measurement::cpu_ns_per_fault).collect::<Option<_>>()?;
-        (!costs.is_empty()).then(|| costs.iter().sum::<f64>() / costs.len() as f64)
-    }
-
-    fn throughput_interval(&self, placement: &Placement, tasks: usize) -> Option<stats::RatioInterval> {
-        let ratios: Vec<(u32, f64)> =
-            self.of(placement, tasks).filter_map(|m| Some((m.round, self.throughput_vs_baseline(m)?))).collect();
-        stats::overhead_interval(&ratios)
-    }
-
-    /// The placement's time split over all its slices (None where a slice has none).
-    fn time_split(&self, placement: &Placement, tasks: usize) -> Option<TimeSplit> {
-        let mut total: Option<TimeSplit> = None;
-        for split in self.of(placement, tasks).map(Measurement::time_split) {
-            let split = split?;
-            total = Some(match total {
-                None => split,
-                Some(t) => TimeSplit {
-                    span_s: t.span_s + split.span_s,
-                    on_cpu_s: t.on_cpu_s + split.on_cpu_s,
-                    wait_s: t.wait_s + split.wait_s,
-                    blocked_s: t.blocked_s + split.blocked_s,
-                    steal_s: t.steal_s.zip(split.steal_s).map(|(a, b)| a + b),
-                },
-            });
-        }
-        total
-    }
-
-    pub fn summaries(&self) -> Vec<PlacementSummary<'_>> {
-        let mut summaries = Vec::new();
-        for tasks in self.task_counts() {
-            for placement in &self.plan.placements {
-                let rates: Vec<f64> = self.of(placement, tasks).map(Measurement::faults_per_sec).collect();
-                let Some(rate) = stats::summarize(&rates) else { continue };
-                let overheads: Vec<(u32, f64)> =
-                    self.of(placement, tasks).filter_map(|m| Some((m.round, self.overhead_vs_baseline(m)?))).collect();
-                let mean_seconds = |get: fn(&WorkerResult) -> u64| {
-                    let runs: Vec<f64> = self
-                        .of(placement, tasks)
-                        .map(|m| m.run.workers.iter().map(get).sum::<u64>() as f64 / 1e6)
-                        .collect();
-                    runs.iter().sum::<f64>() / runs.len() as f64
-                };
-                let fixed_work = self.plan.iterations.and_then(|iterations| {
-                    let elapsed: Vec<f64> = self.of(placement, tasks).map(|m| m.run.elapsed_s()).collect();
-                    let sys: Vec<f64> = self
-                        .of(placement, tasks)
-                        .map(|m| m.run.workers.iter().map(|w| w.sys_us).sum::<u64>() as f64 / 1e6)
-                        .collect();
-                    Some(FixedWork {
-                        iterations_per_task: iterations,
-                        elapsed_s: MeanInterval::of(&elapsed)?,
-                        sys_s: MeanInterval::of(&sys)?,
-                    })
-                });
-                summaries.push(PlacementSummary {
-                    per_cgroup: self.per_cgroup(placement, tasks),
-                    siblings_vs_child: self.siblings_vs_child(placement, tasks),
-                    fixed_work,
-                    lkp: BTreeMap::new(),
-                    placement,
-                    tasks,
-                    cgroup_path: &self.of(placement, tasks).next().expect("summarized").leaf.cgroup_path,
-                    faults_per_sec: rate,
-                    overhead_vs_baseline: stats::overhead_interval(&overheads),
-                    counted_share: self.counted_share(placement, tasks),
-                    memcg: self.memcg_cost(placement, tasks),
-                    ns_per_fault: stats::ns_per_unit(rate.mean, tasks),
-                    cpu_ns_per_fault: self.mean_cpu_ns_per_fault(placement, tasks),
-                    throughput_vs_baseline: self.throughput_interval(placement, tasks),
-                    time: self.time_split(placement, tasks),
-                    user_s: mean_seconds(|w| w.user_us),
-                    sys_s: mean_seconds(|w| w.sys_us),
-                    vs_linear: None,
-                });
-            }
-        }
-        // Scalability as will-it-scale's `linear`: the rate at N tasks over the smallest task
-        // count's rate scaled to N, where a placement was measured at several counts.
-        let vs_linear: Vec<Option<f64>> = summaries
-            .iter()
-            .map(|summary| {
-                let sweep: Vec<(usize, f64)> = summaries
-                    .iter()
-                    .filter(|s| s.placement == summary.placement)
-                    .map(|s| (s.tasks, s.faults_per_sec.mean))
-                    .collect();
-                stats::vs_linear(&sweep, summary.tasks)
-            })
-            .collect();
-        let largest = summaries.iter().map(|s| s.tasks).max().unwrap_or(0);
-        let per_task_name = lkp::per_task_metric(self.plan.mode.name());
-        for (summary, ratio) in summaries.iter_mut().zip(vs_linear) {
-            summary.vs_linear = ratio;
-            // LKP's names: the mean rate per task, and at the largest task count the rate over
-            // linear scaling.
-            summary.lkp.insert(per_task_name, lkp::per_task_ops(summary.faults_per_sec.mean, summary.tasks));
-            if let Some(ratio) = ratio.filter(|_| summary.tasks == largest) {
-                summary.lkp.insert(lkp::SCALABILITY, ratio);
-            }
-        }
-        summaries
-    }
-}
-
-/// --profile: what the memcg family costs a placement (MEMCG_FAMILY_VERSION's list).
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct MemcgCost {
-    /// Its share of the workers' samples, pooled over the slices.
-    pub share: f64,
-    /// CPU ns per fault spent there: mean over the slices, with a 95% Student-t interval over
-    /// the slices (runs scatter more than sample counting alone would say), its low end cut
-    /// at 0.
-    pub ns_per_fault: f64,
-    pub low: Option<f64>,
-    pub high: Option<f64>,
-    pub samples: u64,
-    pub lost: u64,
-    pub family_version: u32,
-    /// The functions sampled that the family counted, so any other profiler's figure can be
-    /// summed over exactly the same names.
-    pub functions: Vec<String>,
-}
-
-/// One sibling cgroup of a `siblings:N` placement.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct CgroupRate {
-    pub cgroup_path: String,
-    pub tasks: usize,
-    pub faults_per_sec: f64,
-}
-
-/// A mean with its 95% Student-t interval (half-width; None from one value).
-#[derive(Debug, Clone, Copy, serde::Serialize)]
-pub struct MeanInterval {
-    pub n: usize,
-    pub mean: f64,
-    pub half_width: Option<f64>,
-}
-
-impl MeanInterval {
-    pub fn of(values: &[f64]) -> Option<Self> {
-        let summary = stats::summarize(values)?;
-        let half_width =
-            (summary.n > 1).then(|| stats::t_quantile_95(summary.n - 1) * summary.stddev / (summary.n as f64).sqrt());
-        Some(MeanInterval { n: summary.n, mean: summary.mean, half_width })
-    }
-}
-
-/// --iterations: what the fixed work took, per run (slice), as `time` reports a run.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
-pub struct FixedWork {
-    pub iterations_per_task: u64,
-    /// First worker's start to last worker's finish.
-    pub elapsed_s: MeanInterval,
-    /// The workers' system time, summed over workers.
-    pub sys_s: MeanInterval,
-}
-
-/// One placement over all its repetitions.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct PlacementSummary<'a> {
-    /// --iterations: elapsed and system seconds per run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fixed_work: Option<FixedWork>,
-    /// `siblings:N`: each sibling cgroup's rate; the placement's own figures are the whole.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub per_cgroup: Vec<CgroupRate>,
-    /// `siblings:N` with `child` in the run: the siblings' cost per fault over child's.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub siblings_vs_child: Option<stats::RatioInterval>,
-    /// LKP's names for the same figures: per_process_ops or per_thread_ops (mean rate per
-    /// task), and scalability (at the largest task count of a sweep: rate / linear).
-    #[serde(flatten)]
-    pub lkp: BTreeMap<&'static str, f64>,
-    #[serde(serialize_with = "placement_name")]
-    pub placement: &'a Placement,
-    pub tasks: usize,
-    pub cgroup_path: &'a str,
-    pub faults_per_sec: stats::Summary,
-    /// This placement's CPU ns per fault over the baseline's, per round: the geometric mean
-    /// with its 95% interval (`stats::overhead_interval`).
-    pub overhead_vs_baseline: Option<stats::RatioInterval>,
-    /// The share of the measured time in slices that counted (`Report::counted`).
-    pub counted_share: Option<f64>,
-    /// Wall-clock nanoseconds one worker spends per fault, from the mean rate; None for a
-    /// mean rate of zero.
-    pub ns_per_fault: Option<f64>,
-    /// The cost of a fault on CPU: on-CPU ns over faults, the mean over slices; None where an
-    /// on-CPU time is missing.
-    pub cpu_ns_per_fault: Option<f64>,
-    /// Baseline throughput / this throughput per slice (wall-clock rates), the geometric mean
-    /// with its 95% interval: beside the overhead, which counts CPU time only.
-    pub throughput_vs_baseline: Option<stats::RatioInterval>,
-    /// Where the workers' time went, summed over the slices.
-    pub time: Option<TimeSplit>,
-    /// --profile: the memcg family's cost.
-    pub memcg: Option<MemcgCost>,
-    /// Workers' user and system CPU seconds, summed over workers, mean over repetitions.
-    pub user_s: f64,
-    pub sys_s: f64,
-    /// Rate over (the smallest task count's rate x tasks / that count); None without a sweep.
-    pub vs_linear: Option<f64>,
-}
-
-fn placement_name<S: serde::Serializer>(placement: &&Placement, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(&placement.name)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::stacks::ProfileCounts;
     use fixture::synthetic_report;
 
     #[test]

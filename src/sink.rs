@@ -25,8 +25,21 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::OutputPath;
 use crate::run::signals;
+
+/// Where an output goes, as the command line named it.
+#[derive(Debug, Clone)]
+pub enum OutputPath {
+    Stdout,
+    File(PathBuf),
+}
+
+impl OutputPath {
+    /// `-` is stdout.
+    pub fn parse(text: &str) -> Self {
+        if text == "-" { OutputPath::Stdout } else { OutputPath::File(PathBuf::from(text)) }
+    }
+}
 
 /// Whether standard output was closed when faultscale started (`--csv - >&-`). Rust's runtime
 /// reopens a closed stdout on /dev/null before `main`, so this is read earlier, from the ELF
