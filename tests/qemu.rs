@@ -144,10 +144,26 @@ fn charge_samples(document: &serde_json::Value) -> HashMap<String, u64> {
 /// half a minute or more of emulation).
 #[test]
 fn pure_v2_session_profile_and_topology() {
-    let options =
-        ["--smp", "8,sockets=2,cores=2,threads=2", "--numa", "2", "--set", "FS_PROFILE=1", "--set", "FS_TOPOLOGY=1"];
+    let mut options = vec![
+        "--smp",
+        "8,sockets=2,cores=2,threads=2",
+        "--numa",
+        "2",
+        "--set",
+        "FS_PROFILE=1",
+        "--set",
+        "FS_TOPOLOGY=1",
+    ];
+    let lkp = lkp_share();
+    let share = lkp.as_ref().map(|(share, _)| share.path().to_str().unwrap().to_string());
+    if let Some(share) = &share {
+        options.extend(["--share", share.as_str()]);
+    }
     let Some(out) = boot("v2", &options, "scripts/guest/qemu-session.sh") else { return };
     let dir = out.path();
+    if let Some((_, lkp_src)) = &lkp {
+        lkp_at_the_true_root(dir, lkp_src);
+    }
     session_scenarios(dir, true);
     // --base self in a session scope: one line, naming the rule and the way out; a usage
     // error (exit 2).
@@ -176,6 +192,61 @@ fn pure_v2_session_profile_and_topology() {
     assert!(charges["child"] > 0, "the child charges: {charges:?}");
     assert!(root_share < child_share, "root's memcg share {root_share} below child's {child_share}");
     topology_assertions(dir);
+}
+
+/// lkp-tests' lib/ and faultscale's program, as the guest's --share: where `LKP_SRC` names an
+/// lkp-tests tree and ruby can run its `parse`. None after saying why (a failure where
+/// FAULTSCALE_REQUIRE_LKP is set, as in CI).
+fn lkp_share() -> Option<(tempfile::TempDir, std::path::PathBuf)> {
+    let why = match std::env::var_os("LKP_SRC").map(|src| root().join(src)) {
+        None => "set LKP_SRC to an lkp-tests tree".to_string(),
+        Some(src) if !src.join("lib/statistics.rb").is_file() => {
+            format!("LKP_SRC={} is not an lkp-tests tree", src.display())
+        }
+        Some(_) if !ruby_runs_parse() => "ruby with active_support is missing (Debian: ruby ruby-activesupport)".into(),
+        Some(src) => {
+            let share = tempfile::tempdir().unwrap();
+            let tree = share.path().join("lkp-tests");
+            std::fs::create_dir_all(tree.join("programs")).unwrap();
+            std::os::unix::fs::symlink(src.join("lib"), tree.join("lib")).unwrap();
+            std::os::unix::fs::symlink(
+                root().join("integrations/lkp/programs/faultscale"),
+                tree.join("programs/faultscale"),
+            )
+            .unwrap();
+            return Some((share, src));
+        }
+    };
+    assert!(std::env::var_os("FAULTSCALE_REQUIRE_LKP").is_none(), "FAULTSCALE_REQUIRE_LKP is set, but {why}");
+    shown!("qemu guest v2: the LKP program skipped: {why}");
+    None
+}
+
+fn ruby_runs_parse() -> bool {
+    let check = Command::new("ruby").args(["-ractive_support/core_ext/enumerable", "-rjson", "-e", ""]).output();
+    check.is_ok_and(|o| o.status.success())
+}
+
+/// The LKP program run at the guest's true root as LKP's machines run it (base=root, its
+/// default): the baseline in `/`, the stats `parse` makes of its output (under ruby here, with
+/// lkp-tests' lib/statistics) those of its JSON, and nothing left (the leftover checks).
+fn lkp_at_the_true_root(dir: &Path, lkp_src: &Path) {
+    assert_eq!(read(dir, "lkp.rc").trim(), "0", "{}\n{}", read(dir, "lkp.err"), read(dir, "lkp/faultscale"));
+    let raw = dir.join("lkp/faultscale");
+    let output = read(dir, "lkp/faultscale");
+    assert!(output.lines().next().unwrap().contains("--base root --cgroup child,nested:4"), "{output}");
+    let doc = common::lkp::embedded_json(&output);
+    let placements: Vec<(&str, &str)> = doc["summaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["placement"].as_str().unwrap(), s["cgroup_path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(placements[0], ("root", "/"), "the baseline is the true root: {placements:?}");
+    assert_eq!(placements.iter().map(|p| p.0).collect::<Vec<_>>(), ["root", "child", "nested:4"]);
+    let parsed = common::lkp::parse(lkp_src, &root().join("integrations/lkp/programs/faultscale"), &raw);
+    common::lkp::assert_stats_match(&parsed, &doc);
+    shown!("qemu guest v2: LKP's run at the true root, parse gave {} stats", parsed.lines().count());
 }
 
 #[test]

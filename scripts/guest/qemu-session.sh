@@ -85,6 +85,22 @@ if [ "${FS_TOPOLOGY:-0}" = 1 ]; then
     session topology
 fi
 
+# faultscale as an LKP program (integrations/lkp), where LKP's own test machines run it: as
+# root from the job's service, at the true root (base=root, the program's default). The
+# program and lkp-tests' lib/ come in through --share (/mnt/in/extra); its output and JSON go
+# to $O/lkp for the test to feed to `parse` under ruby on the host (the guest has no ruby).
+if [ -x "$FS_IN/extra/lkp-tests/programs/faultscale/run" ]; then
+    mkdir -p "$O/lkp"
+    start=$(date +%s.%N)
+    env -i PATH="$FS_IN:/usr/sbin:/usr/bin:/sbin:/bin" LKP_SRC="$FS_IN/extra/lkp-tests" \
+        RESULT_ROOT="$O/lkp" TMP_RESULT_ROOT="$O/lkp" testcase=faultscale \
+        cgroup=child,nested:4 duration=1 slices=2 nr_task=2 \
+        bash "$FS_IN/extra/lkp-tests/programs/faultscale/run" > "$O/lkp/faultscale" 2> "$O/lkp.err" < /dev/null
+    echo $? > "$O/lkp.rc"
+    . /run/seconds.sh
+    seconds lkp "$start"
+fi
+
 sleep 1
 find /sys/fs/cgroup -name 'faultscale-*' > "$O/leftover_cgroups.txt"
 systemctl list-units --all --no-legend --plain 'run-*.scope' > "$O/leftover_scopes.txt"

@@ -16,6 +16,8 @@ macro_rules! shown {
     }};
 }
 
+pub mod lkp;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};

@@ -1,0 +1,98 @@
+//! What faultscale's LKP program (integrations/lkp) must say: the stats `parse` prints,
+//! checked against the JSON of the run they came from (tests/lkp.rs on this host, tests/qemu.rs
+//! at a guest's true root).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// `parse` as LKP's run-stats runs it, under ruby with `lkp_src`'s lib/statistics: the
+/// program's output on stdin.
+pub fn parse(lkp_src: &Path, program: &Path, raw: &Path) -> String {
+    let output = Command::new("ruby")
+        .arg(program.join("parse"))
+        .env("LKP_SRC", lkp_src)
+        .stdin(std::fs::File::open(raw).unwrap())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "parse failed: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stats(parsed: &str) -> BTreeMap<String, f64> {
+    parsed
+        .lines()
+        .map(|line| {
+            let (key, value) = line.split_once(": ").unwrap_or_else(|| panic!("not `key: value`: {line:?}"));
+            assert!(!key.contains(char::is_whitespace), "LKP's dump-stat refuses whitespace in {key:?}");
+            (key.to_string(), value.parse().unwrap_or_else(|_| panic!("not a number: {line:?}")))
+        })
+        .collect()
+}
+
+/// The JSON run printed between its markers.
+pub fn embedded_json(raw: &str) -> Value {
+    let begin = raw.find("faultscale-json-begin\n").expect("the JSON's begin marker") + 22;
+    let end = raw.find("\nfaultscale-json-end").expect("the JSON's end marker");
+    serde_json::from_str(&raw[begin..end]).unwrap()
+}
+
+/// Every stat the document holds, each with how far printing may round it.
+pub fn expected_stats(doc: &Value) -> BTreeMap<String, (f64, f64)> {
+    let mut out = BTreeMap::new();
+    let summaries = doc["summaries"].as_array().unwrap();
+    let sweep = summaries.iter().any(|s| s["tasks"] != summaries[0]["tasks"]);
+    let mut put = |key: String, value: &Value, scale: f64, tolerance: f64| {
+        if let Some(v) = value.as_f64() {
+            out.insert(key, (v * scale, tolerance));
+        }
+    };
+    for s in summaries {
+        let name: String = s["placement"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || "_:+=%-".contains(c) { c } else { '_' })
+            .collect();
+        let prefix = if sweep { format!("{name}.{}", s["tasks"]) } else { name.clone() };
+        put(format!("{prefix}.cpu_ns_per_fault"), &s["cpu_ns_per_fault"], 1.0, 0.05);
+        put(format!("{prefix}.faults_per_sec"), &s["faults_per_sec"]["mean"], 1.0, 0.5);
+        put(format!("{prefix}.overhead_pct"), &s["overhead_vs_baseline"]["mean"], 100.0, 0.005);
+        put(format!("{prefix}.overhead_low_pct"), &s["overhead_vs_baseline"]["low"], 100.0, 0.005);
+        put(format!("{prefix}.overhead_high_pct"), &s["overhead_vs_baseline"]["high"], 100.0, 0.005);
+        put(format!("{prefix}.memcg_ns_per_fault"), &s["memcg"]["ns_per_fault"], 1.0, 0.05);
+        put(format!("{prefix}.per_process_ops"), &s["per_process_ops"], 1.0, 1.0);
+        put(format!("{prefix}.per_thread_ops"), &s["per_thread_ops"], 1.0, 1.0);
+        put(format!("{name}.scalability"), &s["scalability"], 1.0, 5e-7);
+    }
+    let baseline: Vec<&Value> =
+        summaries.iter().filter(|s| s["placement"] == "root" || s["placement"] == "base").collect();
+    for ops in ["per_process_ops", "per_thread_ops"] {
+        let values: Vec<f64> = baseline.iter().filter_map(|s| s[ops].as_f64()).collect();
+        if !values.is_empty() {
+            put(ops.into(), &Value::from(values.iter().sum::<f64>() / values.len() as f64), 1.0, 1.0);
+        }
+    }
+    if let Some(last) = baseline.iter().rev().find(|s| s["scalability"].is_number()) {
+        put("scalability".into(), &last["scalability"], 1.0, 5e-7);
+    }
+    let largest = doc["per_level"].as_array().and_then(|l| l.iter().max_by_key(|c| c["tasks"].as_u64()));
+    if let Some(level) = largest {
+        put("per_level_ns".into(), &level["cpu"]["ns_per_fault"], 1.0, 0.05);
+        put("per_level_low_ns".into(), &level["cpu"]["low"], 1.0, 0.05);
+        put("per_level_high_ns".into(), &level["cpu"]["high"], 1.0, 0.05);
+        put("per_level_memcg_ns".into(), &level["memcg"]["ns_per_fault"], 1.0, 0.05);
+    }
+    out
+}
+
+pub fn assert_stats_match(parsed: &str, doc: &Value) {
+    let got = stats(parsed);
+    let want = expected_stats(doc);
+    assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "stats named\n{parsed}");
+    for (key, (value, tolerance)) in &want {
+        assert!((got[key] - value).abs() <= tolerance + 1e-9, "{key}: parse says {}, the JSON {value}", got[key]);
+    }
+}
