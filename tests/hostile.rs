@@ -1166,3 +1166,25 @@ fn ctrl_z_stops_a_stalled_write() {
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{said}");
     assert!(said.contains("stopped by SIGTERM while writing"), "{said}");
 }
+
+/// Two result files with no row in common (another workload) are the user's pairing, as
+/// rows of other settings are: one line and exit 2, not a run-time failure's 1.
+#[test]
+fn compare_of_files_with_no_row_in_common_is_a_usage_error() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let header = "run_id,workload,mode,tasks,placement,depth,cpu,faults_per_sec,ratio_vs_root\n";
+    let anon = dir.path().join("anon.csv");
+    std::fs::write(&anon, format!("{header}r,anon,process,2,root,0,,1000,1\nr,anon,process,2,child,1,,900,0.9\n"))
+        .unwrap();
+    let fork = dir.path().join("fork.csv");
+    std::fs::write(&fork, format!("{header}s,fork,process,2,root,0,,1000,1\ns,fork,process,2,child,1,,900,0.9\n"))
+        .unwrap();
+    let output =
+        Command::new(binary()).args(["compare", anon.to_str().unwrap(), fork.to_str().unwrap()]).output().unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("faultscale: error:")).collect();
+    assert!(errors.len() == 1 && errors[0].contains("no rows match"), "{stderr}");
+    assert!(text(&output.stdout).is_empty(), "{}", text(&output.stdout));
+}
