@@ -355,8 +355,12 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
         changes.extend(compare::compare(&base, &file));
         levels.extend(compare::level_changes(&base, &file));
     }
+    // Files of other workloads (or modes, task counts, placements) are the user's pairing,
+    // as files of other settings are.
     if changes.is_empty() {
-        bail!("no rows match between the files (workload, mode, tasks and placement must agree)");
+        return Err(usage::usage(anyhow::anyhow!(
+            "no rows match between the files (workload, mode, tasks and placement must agree)"
+        )));
     }
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();

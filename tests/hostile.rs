@@ -1166,3 +1166,60 @@ fn ctrl_z_stops_a_stalled_write() {
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{said}");
     assert!(said.contains("stopped by SIGTERM while writing"), "{said}");
 }
+
+/// Two result files with no row in common (another workload) are the user's pairing, as
+/// rows of other settings are: one line and exit 2, not a run-time failure's 1.
+#[test]
+fn compare_of_files_with_no_row_in_common_is_a_usage_error() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let header = "run_id,workload,mode,tasks,placement,depth,cpu,faults_per_sec,ratio_vs_root\n";
+    let anon = dir.path().join("anon.csv");
+    std::fs::write(&anon, format!("{header}r,anon,process,2,root,0,,1000,1\nr,anon,process,2,child,1,,900,0.9\n"))
+        .unwrap();
+    let fork = dir.path().join("fork.csv");
+    std::fs::write(&fork, format!("{header}s,fork,process,2,root,0,,1000,1\ns,fork,process,2,child,1,,900,0.9\n"))
+        .unwrap();
+    let output =
+        Command::new(binary()).args(["compare", anon.to_str().unwrap(), fork.to_str().unwrap()]).output().unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("faultscale: error:")).collect();
+    assert!(errors.len() == 1 && errors[0].contains("no rows match"), "{stderr}");
+    assert!(text(&output.stdout).is_empty(), "{}", text(&output.stdout));
+}
+
+/// qemu-guest --share copies DIR with its links followed (cp -rL) just before the boot: a
+/// dangling link in it is refused by the argument checks (--check), naming the link, not
+/// found after the kernel and the image are fetched and built.
+#[test]
+fn qemu_guest_share_with_a_dangling_link_is_refused_by_the_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let vmlinux = dir.path().join("vmlinux");
+    std::fs::write(&vmlinux, b"\x7fELF and no kernel but its banner: Linux version 6.1.0-test (nobody@nowhere)")
+        .unwrap();
+    let job = dir.path().join("job.sh");
+    std::fs::write(&job, "true\n").unwrap();
+    let share = dir.path().join("a share, with spaces");
+    std::fs::create_dir_all(share.join("lib")).unwrap();
+    std::fs::write(share.join("lib/ok.rb"), "").unwrap();
+    let out = dir.path().join("out");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/qemu-guest");
+    let check = |share: &Path| {
+        let share = share.to_str().unwrap();
+        let output = Command::new(&script)
+            .args(["--check", "--share", share, vmlinux.to_str().unwrap(), out.to_str().unwrap()])
+            .args([job.to_str().unwrap(), binary().to_str().unwrap()])
+            .output()
+            .unwrap();
+        (output.status.code(), text(&output.stderr))
+    };
+    // Spaces and commas in DIR's name pass: the guest's share is a copy in a directory of its own.
+    let (code, stderr) = check(&share);
+    assert_eq!(code, Some(0), "{stderr}");
+    std::os::unix::fs::symlink(dir.path().join("gone"), share.join("lib/link.rb")).unwrap();
+    let (code, stderr) = check(&share);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.lines().count() == 1 && stderr.contains("lib/link.rb"), "{stderr}");
+    assert!(!out.exists(), "--check made OUTDIR");
+}
