@@ -123,8 +123,15 @@ pub struct RunArgs {
     #[arg(long, default_value = "1", value_name = "N", allow_hyphen_values = true)]
     pub repeat: String,
 
+    /// Crew generations per task count: the rounds are cut into N stretches and every
+    /// placement's workers are made anew for each, so what one set of workers happens to cost
+    /// (fixed for its life, about 0.3% between two on the development VM) averages over N
+    /// [default: 4 from 40 rounds, else 1]
+    #[arg(long, default_value = "auto", value_name = "N|auto", allow_hyphen_values = true)]
+    pub generations: String,
+
     /// Seconds each placement's workers run once, after they are made and before their first
-    /// slice; discarded
+    /// slice, discarded (later generations: at most 0.02 s)
     #[arg(long, default_value = "0.1", value_name = "SECS", allow_hyphen_values = true)]
     pub warmup: String,
 

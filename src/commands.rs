@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use crate::cgroup::{self, BaseSpec, Version, VersionChoice};
 use crate::compare;

@@ -100,6 +100,7 @@ impl RunOptions {
             } else {
                 parse_seconds("--warmup", &args.warmup, true)?
             },
+            generations: generations(args, &timing)?,
             interval: timing.interval,
             cpus,
             task_counts,
@@ -209,6 +210,33 @@ impl Timing {
             bail!("--interval {}: must be at least 0.01 s; sampling faster disturbs the measured CPUs", args.interval);
         }
         Ok(Timing { iterations, duration, slices, repeat, interval })
+    }
+}
+
+/// --generations auto: 4 from this many rounds on (each generation at least 10 rounds, as the
+/// disturbed-slice rule wants), else 1.
+const AUTO_GENERATIONS_FROM: u32 = 40;
+const AUTO_GENERATIONS: u32 = 4;
+
+/// `--generations`: how many times each placement's crew is made anew over the rounds. Fixed
+/// work makes a crew per slice already.
+fn generations(args: &RunArgs, timing: &Timing) -> Result<u32> {
+    let rounds = timing.slices * timing.repeat;
+    match args.generations.trim() {
+        "auto" if timing.iterations.is_some() => Ok(1),
+        "auto" => Ok(if rounds >= AUTO_GENERATIONS_FROM { AUTO_GENERATIONS } else { 1 }),
+        _ if timing.iterations.is_some() => {
+            bail!(
+                "--generations {}: --iterations makes new workers for every slice already; drop --generations",
+                args.generations.trim()
+            )
+        }
+        text => match text.parse::<u32>() {
+            Ok(n) if (1..=rounds).contains(&n) => Ok(n),
+            _ => bail!(
+                "--generations {text:?}: give a whole number from 1 to the run's {rounds} rounds (--slices x --repeat), or auto"
+            ),
+        },
     }
 }
 
@@ -492,6 +520,27 @@ mod tests {
         assert_eq!([auto(5.0), auto(10.0), auto(60.0), auto(100.0), auto(3600.0)], [200, 400, 2400, 4000, 4000]);
         let cli = cli::Cli::parse_from(["faultscale", "--iterations", "100"]);
         assert_eq!(slices(&cli.run, true, Duration::ZERO).unwrap(), 3, "fixed work: three whole runs");
+    }
+
+    #[test]
+    fn generations_are_four_from_40_rounds_one_below_and_none_for_fixed_work() {
+        use clap::Parser;
+        let of = |args: &[&str]| {
+            let cli = cli::Cli::parse_from([&["faultscale"][..], args].concat());
+            generations(&cli.run, &Timing::from_args(&cli.run).unwrap())
+        };
+        assert_eq!(of(&["--duration", "10"]).unwrap(), 4, "400 rounds");
+        assert_eq!(of(&["--duration", "1"]).unwrap(), 1, "one round: one crew");
+        assert_eq!(of(&["--duration", "2", "--slices", "20", "--repeat", "2"]).unwrap(), 4);
+        assert_eq!(of(&["--duration", "2", "--slices", "39"]).unwrap(), 1);
+        assert_eq!(of(&["--duration", "10", "--generations", "8"]).unwrap(), 8);
+        assert_eq!(of(&["--iterations", "10"]).unwrap(), 1);
+        for bad in [&["--duration", "1", "--generations", "2"][..], &["--generations", "0"], &["--generations", "x"]] {
+            let err = of(bad).unwrap_err().to_string();
+            assert!(err.starts_with("--generations"), "{bad:?}: {err}");
+        }
+        let err = of(&["--iterations", "10", "--generations", "2"]).unwrap_err().to_string();
+        assert!(err.contains("--iterations makes new workers for every slice"), "{err}");
     }
 
     #[test]

@@ -131,7 +131,6 @@ impl Session {
             mode: plan.mode,
             settings: plan.workload_settings(self.files.as_ref().map(|f| f.path().to_path_buf())),
             duration: plan.slice_duration(),
-            warmup: plan.warmup,
             interval: plan.interval,
             kernel_count: plan.kernel_count,
             profile: plan.profile,
@@ -247,10 +246,14 @@ fn measure_all(
     let mut oom = OomCounts::new(leaves, slicer);
     let per_slice_s = report.plan.slice_duration().as_secs_f64();
     for (sequence, &slice) in slices.iter().enumerate() {
-        let set_up = sequence == 0 || slices[sequence - 1].tasks != slice.tasks;
+        // Crews are made for each task count and, within it, for each generation of rounds.
+        let plan = &report.plan;
+        let set_up = sequence == 0
+            || slices[sequence - 1].tasks != slice.tasks
+            || plan.generation_of(slices[sequence - 1].round) != plan.generation_of(slice.round);
         if set_up {
             slicer.retire();
-            if let Err(signal) = set_up_all(report, leaves, slicer, slice.tasks) {
+            if let Err(signal) = set_up_all(report, leaves, slicer, slice.tasks, slice.round) {
                 report.interrupted = Some(signal);
                 break;
             }
@@ -320,14 +323,22 @@ fn slice_spec<'a>(plan: &Plan, leaves: &'a [Leaf], slice: Scheduled) -> SliceSpe
         cpus: cpus_for_tasks(&plan.cpus, slice.tasks),
         leaf,
         worker_leaves: worker_leaves(leaf, slice.tasks, plan.cpus.len()),
+        warmup: plan.warmup_of(plan.generation_of(slice.round)),
     }
 }
 
-/// Every placement's workers at `tasks` made ready before the first slice, so no slice forks.
-/// A set-up that fails is said again by that placement's slices; a stop signal ends the run.
-fn set_up_all(report: &mut Report, leaves: &[Leaf], slicer: &mut dyn Slicer, tasks: usize) -> Result<(), i32> {
+/// Every placement's workers at `tasks` made ready before the first slice of a generation
+/// (`round` its first), so no slice forks. A set-up that fails is said again by that
+/// placement's slices; a stop signal ends the run.
+fn set_up_all(
+    report: &mut Report,
+    leaves: &[Leaf],
+    slicer: &mut dyn Slicer,
+    tasks: usize,
+    round: u32,
+) -> Result<(), i32> {
     for placement in 0..report.plan.placements.len() {
-        let spec = slice_spec(&report.plan, leaves, Scheduled { round: 1, tasks, placement });
+        let spec = slice_spec(&report.plan, leaves, Scheduled { round, tasks, placement });
         let mut notices = Vec::new();
         let made = slicer.set_up(&spec, &mut |notice| notices.push(notice));
         note_notices(report, notices);

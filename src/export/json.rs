@@ -70,6 +70,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
             "slices": plan.slices,
             "slice_s": plan.iterations.is_none().then_some(plan.slice_duration().as_secs_f64()),
             "warmup_s": plan.warmup.as_secs_f64(),
+            "generations": plan.generations,
             "interval_s": plan.interval.as_secs_f64(),
             "repeat": plan.repeat,
             "cpus": plan.cpus,

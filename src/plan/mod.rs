@@ -128,6 +128,9 @@ pub fn parse_placements(list: &str) -> Result<Vec<Placement>> {
     Ok(placements)
 }
 
+/// The warmup of a crew after the first generation.
+pub const REWARMUP: Duration = Duration::from_millis(20);
+
 /// Everything a run measures, validated (options.rs builds it from the command line).
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -137,6 +140,9 @@ pub struct Plan {
     pub slices: u32,
     pub repeat: u32,
     pub warmup: Duration,
+    /// Crew generations per task count (`--generations`): the rounds cut into this many
+    /// stretches, each measured by crews made for it.
+    pub generations: u32,
     pub interval: Duration,
     pub cpus: Vec<usize>,
     /// Task counts, in sweep order; one per CPU when not asked for.
@@ -169,6 +175,21 @@ impl Plan {
     /// Slice rounds in the run: every placement measured once per round.
     pub fn rounds(&self) -> u32 {
         self.repeat * self.slices
+    }
+
+    /// The crew generation (0-based) a round is measured by: `generations` stretches of the
+    /// rounds, as equal as whole rounds allow.
+    pub fn generation_of(&self, round: u32) -> u32 {
+        ((round - 1) as u64 * self.generations as u64 / self.rounds() as u64) as u32
+    }
+
+    /// How long a crew of `generation` warms up: --warmup for the first; later ones at most
+    /// REWARMUP, since the machine and the cgroups are warm and each rewarming costs wall time.
+    pub fn warmup_of(&self, generation: u32) -> Duration {
+        match generation {
+            0 => self.warmup,
+            _ => self.warmup.min(REWARMUP),
+        }
     }
 
     /// The repetition (1-based) a round belongs to.

@@ -15,6 +15,7 @@ pub fn test_plan() -> Plan {
         slices: 1,
         repeat: 1,
         warmup: Duration::ZERO,
+        generations: 1,
         interval: Duration::from_secs(1),
         cpus: vec![0, 1],
         task_counts: vec![2],

@@ -45,6 +45,9 @@ const START_TIMEOUT_NS: u64 = 20_000_000_000;
 /// switch's cost (`HarnessTimes::settle_*`, scripts/bench-noise).
 const SETTLE_NS: u64 = 500_000;
 
+/// How many times a crew found running after its freeze is frozen and read again.
+const FROZEN_READS: usize = 3;
+
 /// A slice longer than asked by more than this (besides 10%) overran: the harness was
 /// stopped or starved. Short slices end late by a wakeup's latency, which costs nothing: the
 /// cost per fault counts only time on the CPU.
@@ -58,9 +61,14 @@ pub struct SliceSpec<'a> {
     pub cpus: Vec<usize>,
     pub leaf: &'a Leaf,
     pub worker_leaves: Vec<&'a Leaf>,
+    /// How long a crew made for this slice warms up (the generation's: `Plan::warmup_of`).
+    pub warmup: std::time::Duration,
 }
 
-/// The clock stamps of a slice: release (or thaw) and stop.
+/// The clock stamps of a slice: release (or thaw), and the moment every worker was seen
+/// stopped. Not when SIGSTOP was sent: a worker waiting for its CPU then takes the stop only
+/// once it runs, and its wait until then is in its counters (a slice's time split summed to
+/// 3.7 times the slice under load when it ended at the signal).
 #[derive(Debug, Clone, Copy)]
 pub struct Timing {
     pub started_ns: u64,
@@ -111,7 +119,7 @@ impl Crew {
             let released_ns = monotonic_ns();
             crew.workers.signal_all(signals::START_SIGNAL)?;
             crew.wait_started(released_ns)?;
-            wait_until(monotonic_ns() + spec.warmup.as_nanos() as u64, &mut crew.workers, &crew.slots)?;
+            wait_until(monotonic_ns() + request.warmup.as_nanos() as u64, &mut crew.workers, &crew.slots)?;
             freeze(&mut crew.workers, &crew.slots)?;
         }
         crew.set_up_ns = Some(monotonic_ns() - begun_ns);
@@ -238,9 +246,7 @@ impl Crew {
         // Stop: SIGSTOP freezes every worker at once; counters are read while they are frozen
         // so loop, perf, per-task and memcg counts describe the same instant.
         let stopped_ns = monotonic_ns();
-        freeze(&mut self.workers, &self.slots)?;
-        let frozen_ns = monotonic_ns();
-        let after = self.snapshot()?;
+        let (frozen_ns, after) = self.freeze_and_read()?;
         let read_ns = monotonic_ns();
         if fixed {
             self.note_starts(started_ns);
@@ -254,7 +260,7 @@ impl Crew {
             settle_on_cpu_ns,
             settle_faults,
         };
-        let facts = self.facts(spec, Timing { started_ns, stopped_ns });
+        let facts = self.facts(spec, Timing { started_ns, stopped_ns: frozen_ns });
         let run = figures(&facts, after.since(&before, &self.cpus), samples)?;
         Ok(PlacementRun { profile, harness: Some(harness), ..run })
     }
@@ -266,8 +272,7 @@ impl Crew {
         let parked = self.loop_and_cpu_times();
         self.workers.signal_all(Signal::SIGCONT)?;
         wait_until(monotonic_ns() + SETTLE_NS, &mut self.workers, &self.slots)?;
-        freeze(&mut self.workers, &self.slots)?;
-        let settled = self.snapshot()?;
+        let (_, settled) = self.freeze_and_read()?;
         let deltas = settled.since(&parked, &self.cpus);
         let on_cpu_ns = deltas.workers.iter().map(|w| w.on_cpu_ns.unwrap_or(0)).sum();
         let faults = deltas.workers.iter().map(|w| w.iterations * self.per_iteration).sum();
@@ -296,8 +301,8 @@ impl Crew {
 
     /// One worker's fault and CPU-time counts from /proc (see `TaskCounts`), and in process
     /// mode its waited-for children's CPU time in ns, from the same stat line.
-    fn task_counts(&mut self, index: usize) -> (Option<TaskCounts>, Option<u64>) {
-        let Some(s) = self.worker_files[index].stat() else { return (None, None) };
+    fn task_counts(&mut self, index: usize) -> (Option<TaskCounts>, Option<u64>, Option<char>) {
+        let Some(s) = self.worker_files[index].stat() else { return (None, None, None) };
         match self.mode {
             Mode::Process => (
                 Some(TaskCounts {
@@ -306,8 +311,11 @@ impl Crew {
                     sys_us: s.sys_us + s.children_sys_us,
                 }),
                 Some((s.children_user_us + s.children_sys_us) * 1000),
+                Some(s.state),
             ),
-            Mode::Thread => (Some(TaskCounts { minflt: s.minflt, user_us: s.user_us, sys_us: s.sys_us }), None),
+            Mode::Thread => {
+                (Some(TaskCounts { minflt: s.minflt, user_us: s.user_us, sys_us: s.sys_us }), None, Some(s.state))
+            }
         }
     }
 
@@ -322,8 +330,34 @@ impl Crew {
         }
     }
 
+    /// Freezes the crew and reads its snapshot, checked to be of a frozen crew: a worker an
+    /// outside SIGCONT set running after the freeze saw it stopped would move its counters
+    /// while they are read (with `kill -CONT` in a loop a worker's time on CPU came to 2.07
+    /// times its slice). Such a crew is frozen and read again, up to FROZEN_READS times, then
+    /// the slice fails. Returns when the freeze that held ended, with the snapshot.
+    fn freeze_and_read(&mut self) -> Result<(u64, Snapshot)> {
+        for _ in 0..FROZEN_READS {
+            freeze(&mut self.workers, &self.slots)?;
+            let frozen_ns = monotonic_ns();
+            let (snapshot, states) = self.snapshot_with_states()?;
+            if states.iter().all(|s| matches!(s, Some('T' | 't'))) {
+                return Ok((frozen_ns, snapshot));
+            }
+        }
+        Err(super::WorkerDied::because(format!(
+            "the workers on CPUs {} kept running after being frozen {FROZEN_READS} times: something outside sends them SIGCONT",
+            crate::text::format_cpu_list(&self.cpus)
+        ))
+        .into())
+    }
+
     /// Every counter of the crew now; the workers are frozen or parked, so nothing moves.
     fn snapshot(&mut self) -> Result<Snapshot> {
+        Ok(self.snapshot_with_states()?.0)
+    }
+
+    /// A snapshot, and each worker's scheduler state as its stat line read there said.
+    fn snapshot_with_states(&mut self) -> Result<(Snapshot, Vec<Option<char>>)> {
         let perf = self
             .perf
             .iter_mut()
@@ -331,10 +365,18 @@ impl Crew {
             .collect::<std::io::Result<_>>()
             .map_err(|e| anyhow!("reading perf counters: {e}"))?;
         let (memcg, psi_scope) = self.memcg_files.read();
-        let (counts, children_ns): (Vec<_>, Vec<_>) = (0..self.count()).map(|i| self.task_counts(i)).unzip();
+        let (counts, children_ns, states) = (0..self.count()).map(|i| self.task_counts(i)).fold(
+            (Vec::new(), Vec::new(), Vec::new()),
+            |(mut counts, mut children, mut states), (c, n, s)| {
+                counts.push(c);
+                children.push(n);
+                states.push(s);
+                (counts, children, states)
+            },
+        );
         // The loop counters and scheduler times are read as the settling window reads them.
         let Snapshot { iterations, sched, .. } = self.loop_and_cpu_times();
-        Ok(Snapshot {
+        let snapshot = Snapshot {
             iterations,
             counts,
             perf,
@@ -348,7 +390,8 @@ impl Crew {
             memcg_pgfault: memcg.stat.pgfault,
             memcg,
             psi_scope,
-        })
+        };
+        Ok((snapshot, states))
     }
 
     /// Sampling covers the measured span only.

@@ -29,7 +29,6 @@ pub struct RunSpec {
     pub mode: Mode,
     pub settings: WorkloadSettings,
     pub duration: Duration,
-    pub warmup: Duration,
     pub interval: Duration,
     pub kernel_count: KernelCountSource,
     /// --profile: sample every worker on CPU with call chains while the slice is measured.

@@ -38,6 +38,8 @@ struct FakeSlicer {
     notices: Vec<Notice>,
     /// (placement, tasks) per set-up, and how often every crew was retired.
     set_ups: Vec<(usize, usize)>,
+    /// The warmup each set-up was given.
+    warmups: Vec<std::time::Duration>,
     retired: usize,
 }
 
@@ -127,6 +129,7 @@ impl Slicer for FakeSlicer {
 
     fn set_up(&mut self, slice: &SliceSpec, _warn: &mut dyn FnMut(Notice)) -> Result<()> {
         self.set_ups.push((slice.placement, slice.cpus.len()));
+        self.warmups.push(slice.warmup);
         Ok(())
     }
 
@@ -221,6 +224,23 @@ fn placements_alternate_abba_over_rounds_and_repetitions_with_each_task_count_in
     assert_eq!(order[..4], [(1, 1, 0), (1, 1, 1), (1, 1, 2), (2, 1, 3)]);
     assert_eq!(order[23], (4, 2, 23));
     assert_eq!(report.plan.repetition_of(3), 2);
+}
+
+#[test]
+fn each_generation_of_rounds_gets_crews_of_its_own_warmed_up_briefly_after_the_first() {
+    let (mut report, leaves) = root_and_child(8);
+    report.plan.generations = 4;
+    report.plan.warmup = std::time::Duration::from_millis(100);
+    let mut slicer = FakeSlicer::default();
+    drive(&mut report, &leaves, &mut slicer);
+    // Rounds 1-2, 3-4, 5-6, 7-8: every crew retired and both placements set up anew.
+    assert_eq!(slicer.set_ups, [(0, 2), (1, 2)].repeat(4));
+    assert_eq!(slicer.retired, 5, "before each generation, and at the end");
+    let generations: Vec<u32> = report.measurements.iter().map(|m| report.plan.generation_of(m.round)).collect();
+    assert_eq!(generations, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]);
+    let ms = |n| std::time::Duration::from_millis(n);
+    assert_eq!(slicer.warmups, [ms(100), ms(100), ms(20), ms(20), ms(20), ms(20), ms(20), ms(20)]);
+    assert_eq!(report.measurements.len(), 16, "every round measured once per placement");
 }
 
 #[test]
