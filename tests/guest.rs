@@ -233,8 +233,10 @@ fn integration_test_executables() -> Vec<std::path::PathBuf> {
 /// - KNOWN GAP, not coverage already had: the two tests whose workers run usemem (--size 8M,
 ///   64M) failed in this guest once workers lived through the run (a 1 s slice counted no
 ///   whole 8M iteration; under a 16M limit too little was reclaimed per slice), while they
-///   pass on the host; left out until that is understood, not hidden.
-const NOT_AGAIN_IN_THE_GUEST: [&str; 11] = [
+///   pass on the host; left out until that is understood, not hidden;
+/// - qemu-guest's argument checks with --share: they take a --mem of at least 512 MiB and at
+///   most the machine's, and this guest has 492 (a script's checks, the same in any layout).
+const NOT_AGAIN_IN_THE_GUEST: [&str; 12] = [
     "every_workload_runs_counts_and_cleans_up_in_both_modes",
     "file_backed_usemem_four_times_the_limit_reclaims_instead_of_oom",
     "outputs_keep_the_kind_of_file_they_were",
@@ -246,6 +248,7 @@ const NOT_AGAIN_IN_THE_GUEST: [&str; 11] = [
     "a_full_tmpdir_is_named_beside_the_sigbus",
     "ctrl_z_stops_a_stalled_write",
     "shipped_profiles_build_apply_their_knobs_and_vanish",
+    "qemu_guest_share_with_a_dangling_link_is_refused_by_the_checks",
 ];
 
 /// Every host integration test, run inside a pure-v2 guest in a login session's shape (beside

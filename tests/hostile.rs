@@ -1208,7 +1208,8 @@ fn qemu_guest_share_with_a_dangling_link_is_refused_by_the_checks() {
     let check = |share: &Path| {
         let share = share.to_str().unwrap();
         let output = Command::new(&script)
-            .args(["--check", "--share", share, vmlinux.to_str().unwrap(), out.to_str().unwrap()])
+            // --mem 512, the least it takes: the default 2048 MiB is more than a small VM has.
+            .args(["--check", "--mem", "512", "--share", share, vmlinux.to_str().unwrap(), out.to_str().unwrap()])
             .args([job.to_str().unwrap(), binary().to_str().unwrap()])
             .output()
             .unwrap();

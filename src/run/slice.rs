@@ -391,6 +391,15 @@ impl Crew {
             memcg,
             psi_scope,
         };
+        // Read again after every counter: a worker set running between the first look and the
+        // last counter read (on one CPU the harness is no real-time task and it runs at once)
+        // is caught here, not only one running before.
+        let stopped = |state: &Option<char>| matches!(state, Some('T' | 't'));
+        let states = states
+            .into_iter()
+            .zip(self.worker_files.iter_mut().map(|f| f.stat().map(|s| s.state)).collect::<Vec<_>>())
+            .map(|(first, last)| if stopped(&first) { last } else { first })
+            .collect();
         Ok((snapshot, states))
     }
 
