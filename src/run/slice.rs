@@ -234,12 +234,15 @@ impl Crew {
             return Err(self.workers.died(&self.slots, dead).into());
         }
         let fixed = spec.settings.fixed_iterations.is_some();
-        let (settle_on_cpu_ns, settle_faults, before) = match fixed {
-            true => (0, 0, self.snapshot()?),
-            false => self.settle()?,
+        let (settle_on_cpu_ns, settle_faults, before, read_ns) = match fixed {
+            true => (0, 0, self.snapshot()?, None),
+            false => {
+                let (on_cpu_ns, faults, settled, read_ns) = self.settle()?;
+                (on_cpu_ns, faults, settled, Some(read_ns))
+            }
         };
         self.enable_sampling()?;
-        let started_ns = monotonic_ns();
+        let started_ns = read_ns.unwrap_or_else(monotonic_ns);
         self.workers.signal_all(if fixed { signals::START_SIGNAL } else { Signal::SIGCONT })?;
         let thawed_ns = monotonic_ns();
         let samples = self.sample(spec, started_ns, &before, progress)?;
@@ -267,16 +270,20 @@ impl Crew {
 
     /// The unmeasured settling window before a timed slice (SETTLE_NS): the crew thawed and
     /// frozen again; returns what its workers spent on their CPUs and the faults they took
-    /// there, and the snapshot the measured window starts from.
-    fn settle(&mut self) -> Result<(u64, u64, Snapshot)> {
+    /// there, the snapshot the measured window starts from, and when its reading ended.
+    fn settle(&mut self) -> Result<(u64, u64, Snapshot, u64)> {
         let parked = self.loop_and_cpu_times();
         self.workers.signal_all(Signal::SIGCONT)?;
         wait_until(monotonic_ns() + SETTLE_NS, &mut self.workers, &self.slots)?;
         let (_, settled) = self.freeze_and_read()?;
+        // The measured window opens here, at the reading's end, not at the thaw: a worker an
+        // outside SIGCONT sets running from now on (on one CPU it runs at once, for a whole
+        // turn) is inside the window it is counted in.
+        let read_ns = monotonic_ns();
         let deltas = settled.since(&parked, &self.cpus);
         let on_cpu_ns = deltas.workers.iter().map(|w| w.on_cpu_ns.unwrap_or(0)).sum();
         let faults = deltas.workers.iter().map(|w| w.iterations * self.per_iteration).sum();
-        Ok((on_cpu_ns, faults, settled))
+        Ok((on_cpu_ns, faults, settled, read_ns))
     }
 
     /// What the figures of a slice need besides the counters.
