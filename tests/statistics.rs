@@ -90,7 +90,12 @@ fn repetitions_interleave_and_json_carries_everything() {
     let sample_rows = read_csv(&samples);
     let workers = first_run["workers"].as_array().unwrap().len();
     assert_eq!(sample_rows.len(), 4 * 3 * workers);
-    assert!(sample_rows.iter().all(|r| r["interval_faults_per_sec"].parse::<f64>().unwrap() > 0.0));
+    // Each rate is a count over its interval: none negative, and at most one interval a worker
+    // without a fault, where the machine starved the guest that long (seen once in a 1-CPU
+    // user-mode-linux guest beside two others on a 2-CPU host).
+    let rate = |r: &std::collections::HashMap<String, String>| r["interval_faults_per_sec"].parse::<f64>().unwrap();
+    assert!(sample_rows.iter().all(|r| rate(r) >= 0.0));
+    assert!(sample_rows.iter().filter(|r| rate(r) > 0.0).count() >= sample_rows.len() - workers.max(1));
     // Start skew is measured per repetition.
     assert!(rows.iter().all(|r| r["start_skew_us"].parse::<f64>().unwrap() >= 0.0));
 }
