@@ -13,7 +13,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::lkp::{assert_stats_match, embedded_json, stats};
+use common::lkp::{PARSE_NEEDS, assert_stats_match, embedded_json, ruby_has, stats};
 use common::*;
 use serde_json::Value;
 
@@ -30,11 +30,6 @@ fn skip<T>(reason: &str) -> Option<T> {
     assert!(std::env::var_os("FAULTSCALE_REQUIRE_LKP").is_none(), "FAULTSCALE_REQUIRE_LKP is set, but {reason}");
     shown!("skipped: {reason}");
     None
-}
-
-fn ruby_has(libraries: &[&str]) -> bool {
-    let requires: Vec<String> = libraries.iter().map(|l| format!("-r{l}")).collect();
-    Command::new("ruby").args(&requires).args(["-e", ""]).output().is_ok_and(|o| o.status.success())
 }
 
 /// lkp-tests with faultscale's program and jobs added: symlinks to every entry of `LKP_SRC`,
@@ -58,7 +53,7 @@ fn lkp() -> Option<Lkp> {
     if !src.join("lib/statistics.rb").is_file() || !src.join("bin/run-test").is_file() {
         return skip(&format!("LKP_SRC={} is not an lkp-tests tree (no lib/statistics.rb)", src.display()));
     }
-    if !ruby_has(&["active_support/core_ext/enumerable", "json"]) {
+    if !ruby_has(&PARSE_NEEDS) {
         return skip("ruby with active_support is missing (Debian: ruby ruby-activesupport; .ci/run installs them)");
     }
     let dir = tempfile::tempdir().unwrap();

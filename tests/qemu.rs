@@ -203,7 +203,9 @@ fn lkp_share() -> Option<(tempfile::TempDir, std::path::PathBuf)> {
         Some(src) if !src.join("lib/statistics.rb").is_file() => {
             format!("LKP_SRC={} is not an lkp-tests tree", src.display())
         }
-        Some(_) if !ruby_runs_parse() => "ruby with active_support is missing (Debian: ruby ruby-activesupport)".into(),
+        Some(_) if !common::lkp::ruby_has(&common::lkp::PARSE_NEEDS) => {
+            "ruby with active_support is missing (Debian: ruby ruby-activesupport)".into()
+        }
         Some(src) => {
             let share = tempfile::tempdir().unwrap();
             let tree = share.path().join("lkp-tests");
@@ -220,11 +222,6 @@ fn lkp_share() -> Option<(tempfile::TempDir, std::path::PathBuf)> {
     assert!(std::env::var_os("FAULTSCALE_REQUIRE_LKP").is_none(), "FAULTSCALE_REQUIRE_LKP is set, but {why}");
     shown!("qemu guest v2: the LKP program skipped: {why}");
     None
-}
-
-fn ruby_runs_parse() -> bool {
-    let check = Command::new("ruby").args(["-ractive_support/core_ext/enumerable", "-rjson", "-e", ""]).output();
-    check.is_ok_and(|o| o.status.success())
 }
 
 /// The LKP program run at the guest's true root as LKP's machines run it (base=root, its

@@ -8,6 +8,15 @@ use std::process::Command;
 
 use serde_json::Value;
 
+/// Whether ruby runs here with every one of `libraries` (its `-r` names).
+pub fn ruby_has(libraries: &[&str]) -> bool {
+    let requires: Vec<String> = libraries.iter().map(|l| format!("-r{l}")).collect();
+    Command::new("ruby").args(&requires).args(["-e", ""]).output().is_ok_and(|o| o.status.success())
+}
+
+/// The ruby libraries `parse` requires.
+pub const PARSE_NEEDS: [&str; 2] = ["active_support/core_ext/enumerable", "json"];
+
 /// `parse` as LKP's run-stats runs it, under ruby with `lkp_src`'s lib/statistics: the
 /// program's output on stdin.
 pub fn parse(lkp_src: &Path, program: &Path, raw: &Path) -> String {
