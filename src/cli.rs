@@ -226,14 +226,14 @@ pub struct RunArgs {
     pub check_args: Option<usize>,
 }
 
-/// The run's output files as given: (the format's option, FILE), in `EXPORTERS` order. Its
-/// options come from that list, so a new format needs no edit here.
+/// The run's output files as given: (the format, FILE), in `EXPORTERS` order. Its options
+/// come from that list, so a new format needs no edit here.
 #[derive(Debug, Clone, Default)]
-pub struct OutputArgs(pub Vec<(&'static str, String)>);
+pub struct OutputArgs(pub Vec<(&'static dyn Exporter, String)>);
 
 impl clap::FromArgMatches for OutputArgs {
     fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        let given = |e: &&dyn Exporter| matches.get_one::<String>(e.option()).map(|path| (e.option(), path.clone()));
+        let given = |e: &&'static dyn Exporter| matches.get_one::<String>(e.option()).map(|path| (*e, path.clone()));
         Ok(OutputArgs(EXPORTERS.iter().filter_map(given).collect()))
     }
     fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use crate::cgroup::{BaseSpec, VersionChoice};
 use crate::cli::{self, RunArgs};
 use crate::export::plot::Chart;
-use crate::export::{self, EXPORTERS, Exporter, Format};
+use crate::export::{EXPORTERS, Exporter, Format};
 use crate::plan::{Placement, Plan, parse_placements};
 use crate::run::topology::CpuOrder;
 use crate::run::{KernelCountSource, Mode};
@@ -120,12 +120,7 @@ impl RunOptions {
         };
         Ok(RunOptions {
             plan,
-            outputs: args
-                .outputs
-                .0
-                .iter()
-                .filter_map(|(option, path)| Some((export::exporter(option)?, OutputPath::parse(path))))
-                .collect(),
+            outputs: args.outputs.0.iter().map(|(format, path)| (*format, OutputPath::parse(path))).collect(),
             per_cpu: args.per_cpu,
             quiet: args.quiet,
         })

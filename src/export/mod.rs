@@ -45,11 +45,6 @@ pub struct Settings {
 /// Every file a run can write, in the order `--help` lists their options.
 pub static EXPORTERS: &[&dyn Exporter] = &[&csv::SummaryCsv, &json::Json, &csv::SamplesCsv];
 
-/// The exporter whose option is `option` (a name from `EXPORTERS`).
-pub fn exporter(option: &str) -> Option<&'static dyn Exporter> {
-    EXPORTERS.iter().copied().find(|e| e.option() == option)
-}
-
 /// How `compare` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
