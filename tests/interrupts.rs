@@ -221,7 +221,9 @@ fn two_runs_at_once_do_not_clash_and_the_second_warns() {
     let first = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "2"]);
     let first_pid = first.id();
     wait_running(&base, first_pid);
-    let (second_pid, second) = run(&["--base", BASE, "--cgroup", "child", "--duration", "0.3"]);
+    // 1 s, not less: in a 1-CPU guest the two runs' workers share the CPU, and 0.3 s once passed
+    // without one whole baseline iteration.
+    let (second_pid, second) = run(&["--base", BASE, "--cgroup", "child", "--duration", "1"]);
     let first = first.wait_with_output().unwrap();
     assert_nothing_left(&base, first_pid);
     assert_nothing_left(&base, second_pid);
