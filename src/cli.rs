@@ -220,9 +220,9 @@ pub struct RunArgs {
     #[arg(long, short)]
     pub quiet: bool,
 
-    /// Check the run's arguments as for a machine of CPUS CPUs and exit, creating nothing:
-    /// scripts/kernel-ab's dry parse of what a guest will run, before it boots one
-    #[arg(long, value_name = "CPUS", hide = true)]
+    /// Check the run's arguments as for a machine of CPUS CPUs and exit, creating nothing (how
+    /// scripts/kernel-ab checks what a guest will run before it boots one)
+    #[arg(long, value_name = "CPUS")]
     pub check_args: Option<usize>,
 }
 
@@ -245,7 +245,9 @@ impl clap::FromArgMatches for OutputArgs {
 impl Args for OutputArgs {
     fn augment_args(command: clap::Command) -> clap::Command {
         EXPORTERS.iter().fold(command, |command, e| {
-            command.arg(clap::Arg::new(e.option()).long(e.option()).value_name("FILE").help(e.help()))
+            // Every format goes to stdout as well (sink::OutputPath), so that is said once, here.
+            let help = format!("{} (- for stdout)", e.help());
+            command.arg(clap::Arg::new(e.option()).long(e.option()).value_name("FILE").help(help))
         })
     }
     fn augment_args_for_update(command: clap::Command) -> clap::Command {

@@ -33,8 +33,9 @@ pub struct Change {
     pub change_pct: f64,
     /// Whether the rate changed, by Welch's t at 95%.
     pub significant: Significance,
-    pub base_cv_pct: f64,
-    pub new_cv_pct: f64,
+    /// Each side's CV over its slices; None where a side has one slice (no spread to measure).
+    pub base_cv_pct: Option<f64>,
+    pub new_cv_pct: Option<f64>,
     pub base_overhead_pct: Option<f64>,
     pub new_overhead_pct: Option<f64>,
     /// The overhead's change, new over base (geometric means of the per-slice overheads), in
@@ -131,8 +132,8 @@ pub fn compare(base: &RunFile, new: &RunFile) -> Vec<Change> {
                 Some(_) => Significance::No,
                 None => Significance::Untested,
             },
-            base_cv_pct: b.cv_pct,
-            new_cv_pct: n.cv_pct,
+            base_cv_pct: (b.n > 1).then_some(b.cv_pct),
+            new_cv_pct: (n.n > 1).then_some(n.cv_pct),
             base_overhead_pct: base_overhead,
             new_overhead_pct: new_overhead,
             overhead_change_pct: change.map(|c| percent(c.change)),
@@ -369,8 +370,13 @@ mod tests {
             csv_file("b.csv", "6.1", &[("root", 1, 120.0, 1.0), ("root", 2, 121.0, 1.0), ("root", 3, 119.0, 1.0)]);
         let c = &compare(&base, &new)[0];
         assert!(c.change_pct > 19.0 && c.significant == Significance::Yes);
+        assert!(c.base_cv_pct.unwrap() > 0.0 && c.new_cv_pct.unwrap() > 0.0);
         let single = csv_file("c.csv", "6.1", &[("root", 1, 120.0, 1.0)]);
-        assert_eq!(compare(&base, &single)[0].significant, Significance::Untested);
+        let c = &compare(&base, &single)[0];
+        assert_eq!(c.significant, Significance::Untested);
+        // One slice has no spread: its CV is absent, not 0%.
+        assert_eq!(c.new_cv_pct, None);
+        assert!(c.base_cv_pct.is_some());
         assert!(differences(&base, &new).is_empty());
     }
 

@@ -149,7 +149,7 @@ fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> 
         Some(v) if v > 0.0 && v < MIN_FIGURE => bail!(
             "{name}: {row}: {what} {text:?} is below anything a machine measures (at least {MIN_FIGURE:e} where not 0); is this a faultscale file?"
         ),
-        Some(v) if v.is_finite() && v >= 0.0 && v <= MAX_FIGURE => Ok(v),
+        Some(v) if v.is_finite() && (0.0..=MAX_FIGURE).contains(&v) => Ok(v),
         Some(v) if v.is_finite() && v >= 0.0 => bail!(
             "{name}: {row}: {what} {text:?} is beyond anything a machine measures (at most {MAX_FIGURE:e}); is this a faultscale file?"
         ),

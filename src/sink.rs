@@ -202,7 +202,7 @@ fn stdout_identity() -> Option<Identity> {
     // SAFETY: fstat into a zeroed buffer of the right type.
     unsafe {
         let mut stat: libc::stat = std::mem::zeroed();
-        (libc::fstat(1, &mut stat) == 0).then(|| Identity::Inode(stat.st_dev, stat.st_ino))
+        (libc::fstat(1, &mut stat) == 0).then_some(Identity::Inode(stat.st_dev, stat.st_ino))
     }
 }
 

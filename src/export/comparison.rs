@@ -27,13 +27,13 @@ pub fn write(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
         }
         writeln!(
             out,
-            "{:<width$} {:>12} {:>12} {:>10} {:>6.1}% {:>6.1}% {:>9} {:>9}  {}",
+            "{:<width$} {:>12} {:>12} {:>10} {:>7} {:>7} {:>9} {:>9}  {}",
             key(&c.workload, &c.mode, c.tasks, &c.placement).label(),
             thousands(c.base_mean),
             thousands(c.new_mean),
             format!("{:+.2}%{}", c.change_pct, mark(c)),
-            c.base_cv_pct,
-            c.new_cv_pct,
+            pct(c.base_cv_pct),
+            pct(c.new_cv_pct),
             pct(c.base_overhead_pct),
             pct(c.new_overhead_pct),
             overhead_change(c)

@@ -23,7 +23,7 @@ impl super::Exporter for SummaryCsv {
         "csv"
     }
     fn help(&self) -> &'static str {
-        "Write summary rows as CSV to FILE (- for stdout)"
+        "Write summary rows as CSV to FILE"
     }
     fn write(&self, out: &mut dyn Write, report: &Report, settings: &super::Settings) -> Result<()> {
         write_rows(out, &rows(report, settings.per_cpu))

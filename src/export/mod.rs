@@ -24,7 +24,7 @@ use crate::report::Report;
 pub trait Exporter: Sync {
     /// The option's long name: `csv` for `--csv`.
     fn option(&self) -> &'static str;
-    /// The option's line in `--help`.
+    /// The option's line in `--help`, before " (- for stdout)", which cli.rs adds to each.
     fn help(&self) -> &'static str;
     fn write(&self, out: &mut dyn Write, report: &Report, settings: &Settings) -> Result<()>;
 }
@@ -103,8 +103,8 @@ mod tests {
             new_mean: 90_000.0,
             change_pct: -10.0,
             significant: Significance::Yes,
-            base_cv_pct: 1.0,
-            new_cv_pct: 2.0,
+            base_cv_pct: Some(1.0),
+            new_cv_pct: Some(2.0),
             base_overhead_pct: Some(105.0),
             new_overhead_pct: Some(110.0),
             overhead_change_pct: Some(4.8),

@@ -52,7 +52,7 @@ pub fn freeze(workers: &mut Workers, slots: &Slots) -> Result<()> {
                 .into());
             }
             polls += 1;
-            if polls % RESTOP_POLLS == 0 {
+            if polls.is_multiple_of(RESTOP_POLLS) {
                 let _ = nix::sys::signal::kill(workers.processes[process], Signal::SIGSTOP);
             }
             // Short: a worker on another CPU stops within microseconds of the signal, and
