@@ -88,9 +88,19 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
 
 /// `--check-args CPUS`: the run's arguments checked as `main_job` checks them, for a machine
 /// whose CPUs are 0..CPUS (a guest not yet booted), and nothing else done: exit 0 or 2.
+/// The most CPUs a Linux kernel can be built for (NR_CPUS: x86's MAXSMP, powerpc's limit).
+const MOST_CPUS: usize = 8192;
+
 pub fn check_args(args: &crate::cli::RunArgs, cpus: usize) -> Result<ExitCode> {
     if cpus == 0 {
         return Err(usage::usage(anyhow::anyhow!("--check-args 0: give the CPU count of the machine that will run")));
+    }
+    // The checks build per-CPU lists: a count no kernel can boot with is refused before they
+    // allocate for it (2^64 - 1 aborted, 10^8 took 2.5 GB).
+    if cpus > MOST_CPUS {
+        return Err(usage::usage(anyhow::anyhow!(
+            "--check-args {cpus}: Linux runs on at most {MOST_CPUS} CPUs (NR_CPUS); give the CPU count of the machine that will run"
+        )));
     }
     RunOptions::from_args(args, &(0..cpus).collect::<Vec<_>>()).map_err(usage::usage)?;
     Ok(ExitCode::SUCCESS)

@@ -168,6 +168,31 @@ fn adjust(changes: &mut [Change], p_of: fn(&mut Change) -> &mut Option<f64>) {
     }
 }
 
+/// Two files whose figures mean other things, or the same run twice: what no change between
+/// them can show.
+fn other_measures(base: &RunFile, new: &RunFile) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let (Some(base_depth), Some(new_depth)) = (base.base_depth, new.base_depth)
+        && base_depth != new_depth
+    {
+        let root =
+            if base_depth.min(new_depth) == 0 { " (a baseline at the true root is charged nothing)" } else { "" };
+        warnings.push(format!(
+            "{} vs {}: the base sits {base_depth} vs {new_depth} level(s) below the root: a placement of the same name is another number of memcg levels deep{root}, so its overheads measure other things",
+            base.name, new.name
+        ));
+    }
+    if let (Some(base_run), Some(new_run)) = (&base.run_id, &new.run_id)
+        && base_run == new_run
+    {
+        warnings.push(format!(
+            "{} and {} hold the same run ({base_run}): every change is zero by construction",
+            base.name, new.name
+        ));
+    }
+    warnings
+}
+
 /// What differs between the files' machines and setups, one warning each.
 pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
     let mut warnings = Vec::new();
@@ -178,6 +203,7 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
             warnings.push(format!("{} vs {}: {fact} differs ({base_value} vs {new_value})", base.name, new.name));
         }
     }
+    warnings.extend(other_measures(base, new));
     for file in [base, new] {
         if file.facts.get("virtualization").is_some_and(|v| v.starts_with("tcg")) {
             warnings.push(format!(
@@ -285,9 +311,10 @@ mod tests {
     fn csv_file(name: &str, kernel: &str, rows: &[(&str, u32, f64, f64)]) -> RunFile {
         let mut text = HEADER.to_string();
         for (placement, round, rate, ratio) in rows {
-            text += &format!("r,{kernel},h,v1,anon,process,2,{placement},{round},,{rate},{ratio}\n");
+            // Each file its own run: the run_id is the file's name.
+            text += &format!("{name},{kernel},h,v1,anon,process,2,{placement},{round},,{rate},{ratio}\n");
             // A per-CPU row that must be ignored.
-            text += &format!("r,{kernel},h,v1,anon,process,2,{placement},{round},0,1,\n");
+            text += &format!("{name},{kernel},h,v1,anon,process,2,{placement},{round},0,1,\n");
         }
         RunFile::from_csv(name.into(), &text).unwrap()
     }
@@ -378,6 +405,26 @@ mod tests {
         assert_eq!(c.new_cv_pct, None);
         assert!(c.base_cv_pct.is_some());
         assert!(differences(&base, &new).is_empty());
+    }
+
+    #[test]
+    fn files_of_other_base_depths_or_of_one_run_are_warned_of() {
+        let rows = [("root", 1, 100.0, 1.0), ("child", 1, 90.0, 0.9)];
+        let (mut base, mut new) = (csv_file("a.csv", "6.1", &rows), csv_file("b.csv", "6.1", &rows));
+        (base.base_depth, new.base_depth) = (Some(0), Some(3));
+        let warnings = differences(&base, &new);
+        assert!(
+            warnings.iter().any(|w| w.contains("the base sits 0 vs 3 level(s) below the root")
+                && w.contains("a baseline at the true root is charged nothing")),
+            "{warnings:?}"
+        );
+        new.base_depth = Some(0);
+        assert!(differences(&base, &new).is_empty());
+        new.run_id = base.run_id.clone();
+        assert_eq!(
+            differences(&base, &new),
+            ["a.csv and b.csv hold the same run (a.csv): every change is zero by construction"]
+        );
     }
 
     #[test]

@@ -149,10 +149,17 @@ fn write_stdout(bytes: &[u8], what: &str) -> anyhow::Result<ExitCode> {
 
 /// clap's usage errors span several lines; the message, the valid values and a hint fit on one.
 fn one_line(message: &str) -> String {
+    // A usage block runs from its "Usage:" line to the next blank line: with subcommands clap
+    // puts a second synopsis (`faultscale <COMMAND>`) on its own indented line.
+    let mut in_usage = false;
     let parts: Vec<&str> = message
         .lines()
         .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with("Usage:") && !line.starts_with("For more information"))
+        .filter(|line| {
+            in_usage = line.starts_with("Usage:") || (in_usage && !line.is_empty());
+            !in_usage
+        })
+        .filter(|line| !line.is_empty() && !line.starts_with("For more information"))
         .map(|line| line.strip_prefix("error: ").unwrap_or(line))
         .collect();
     format!("{} (see --help)", parts.join(" "))

@@ -71,6 +71,11 @@ pub struct RunFile {
     /// What the rates count per workload (the `unit` column: faults, loops, pages, ops); a
     /// file from before the column has none, and counts faults.
     pub units: BTreeMap<String, String>,
+    /// Levels between the hierarchy's root and the baseline's cgroup (0: the true root), where
+    /// the file says: a placement at another base depth is another number of memcg levels.
+    pub base_depth: Option<usize>,
+    /// The run the rows came from (the `run_id` column), where the file says: one per file.
+    pub run_id: Option<String>,
     /// Rows left out as repeats of an earlier row (the same run, workload, mode, placement,
     /// tasks, repetition and slice: a file concatenated with itself).
     pub duplicates: usize,
@@ -351,6 +356,13 @@ impl RunFile {
         let mut file = RunFile { name: name.clone(), ..Default::default() };
         for (line, record) in reader.records().enumerate() {
             let record = record.with_context(|| format!("{name}: row {}", line + 2))?;
+            // Its "cpu" cell is not empty, so it would pass for a --per-cpu row.
+            if record.iter().eq(columns.headers.iter()) {
+                return Err(anyhow::Error::new(Mixed(format!(
+                    "{name}: row {} repeats the header: two files joined into one; give each run its own file",
+                    line + 2
+                ))));
+            }
             if !record[columns.cpu].is_empty() {
                 continue; // --per-cpu rows
             }
@@ -360,10 +372,24 @@ impl RunFile {
                 .map_err(|e| unreadable(&name, &place, &columns, &record, e))?;
             file.add_row(&columns, &place, &record, row)?;
         }
-        if file.rates.is_empty() {
-            bail!("{name}: no summary rows");
-        }
+        file.no_rows_left()?;
         Ok(file)
+    }
+
+    /// A file whose every summary row the run itself left out has nothing to compare: say why
+    /// (a run stopped in its first round writes such a file), not that it has no rows.
+    fn no_rows_left(&self) -> Result<()> {
+        if !self.rates.is_empty() {
+            return Ok(());
+        }
+        let name = &self.name;
+        match (self.overran, self.left_out) {
+            (0, 0) => bail!("{name}: no summary rows"),
+            (overran, left_out) => bail!(
+                "{name}: none of its {} slice(s) counted ({left_out} left out by the run: disturbed, or of a round a stop cut short; {overran} overran their time): nothing to compare; measure again",
+                overran + left_out
+            ),
+        }
     }
 
     /// One summary row of a CSV file, its figures checked.
@@ -391,6 +417,7 @@ impl RunFile {
             self.per_level.insert((k.workload.clone(), k.mode.clone(), k.tasks), figure);
         }
         self.check_agrees(columns, place, &k, &row)?;
+        self.check_one_run(columns, place, &row)?;
         if !row.unit.is_empty() {
             self.units.entry(k.workload.clone()).or_insert_with(|| crate::text::escaped(&row.unit).into_owned());
         }
@@ -483,6 +510,29 @@ impl RunFile {
         Ok(())
     }
 
+    /// Refuses a second run in the file (two runs' slices would be pooled as one run's, and its
+    /// per-level cost taken from whichever came last), and records the base's depth.
+    fn check_one_run(&mut self, columns: &Columns, place: &str, row: &Row) -> Result<()> {
+        if columns.has("base_depth") {
+            self.base_depth = Some(row.base_depth);
+        }
+        if !columns.has("run_id") || row.run_id.is_empty() {
+            return Ok(());
+        }
+        match &self.run_id {
+            Some(first) if *first != row.run_id => Err(anyhow::Error::new(Mixed(format!(
+                "{}: {place}: run_id {:?} where the earlier rows have {first:?}: the file holds two runs; give each run its own file",
+                self.name,
+                fact_text(&row.run_id)
+            )))),
+            Some(_) => Ok(()),
+            None => {
+                self.run_id = Some(fact_text(&row.run_id));
+                Ok(())
+            }
+        }
+    }
+
     pub fn from_json(name: String, text: &str) -> Result<Self> {
         let document: serde_json::Value = serde_json::from_str(text).map_err(|e| anyhow!("{name}: not JSON: {e}"))?;
         let settings = &document["settings"];
@@ -498,6 +548,10 @@ impl RunFile {
             file.add_measurement(settings, workload, mode, m)?;
         }
         file.add_json_facts(&document["environment"]);
+        file.base_depth = document["environment"]["base_depth"].as_u64().map(|d| d as usize);
+        file.run_id = document["environment"]["run_id"].as_str().map(fact_text);
+        // A run a signal ended early writes `"complete": false` (the CSV's run_complete).
+        file.incomplete = document["complete"].as_bool() == Some(false);
         for level in document["per_level"].as_array().into_iter().flatten() {
             let (Some(tasks), Some(ns)) = (level["tasks"].as_u64(), level["cpu"]["ns_per_fault"].as_f64()) else {
                 continue;
@@ -509,9 +563,7 @@ impl RunFile {
             };
             file.per_level.insert((workload.to_string(), mode.to_string(), tasks), figure);
         }
-        if file.rates.is_empty() {
-            bail!("{name}: no measurements");
-        }
+        file.no_rows_left()?;
         Ok(file)
     }
 
@@ -667,5 +719,47 @@ mod tests {
         assert!(err.contains("no workload column"), "{err}");
         let err = RunFile::from_json("x.json".into(), "{}").unwrap_err().to_string();
         assert!(err.contains("settings.workload"), "{err}");
+    }
+
+    #[test]
+    fn one_file_holds_one_run() {
+        let header = "run_id,workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline,base_depth\n";
+        let first = "1-a,anon,process,2,base,,5,,3\n";
+        let file = RunFile::from_csv("x.csv".into(), &format!("{header}{first}")).unwrap();
+        assert_eq!((file.run_id.as_deref(), file.base_depth), (Some("1-a"), Some(3)));
+        // Two runs' rows would be pooled as one run's sample.
+        let err = RunFile::from_csv("x.csv".into(), &format!("{header}{first}2-b,anon,process,2,base,,6,,3\n"));
+        let err = err.unwrap_err();
+        assert!(is_mixed(&err), "{err}");
+        assert!(err.to_string().contains("row 3: run_id \"2-b\" where the earlier rows have \"1-a\""), "{err}");
+        // `cat a.csv b.csv`: the second header's cpu cell is not empty, as a per-CPU row's.
+        let err = RunFile::from_csv("x.csv".into(), &format!("{header}{first}{header}{first}")).unwrap_err();
+        assert!(is_mixed(&err) && err.to_string().contains("row 3 repeats the header"), "{err}");
+    }
+
+    #[test]
+    fn a_file_whose_every_slice_was_left_out_says_so() {
+        let header = "run_id,workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline,counted,overran\n";
+        let rows = "1-a,anon,process,2,base,,5,,false,false\n1-a,anon,process,2,child,,5,1.0,true,true\n";
+        let err = RunFile::from_csv("x.csv".into(), &format!("{header}{rows}")).unwrap_err().to_string();
+        assert!(err.contains("none of its 2 slice(s) counted (1 left out by the run"), "{err}");
+        assert!(err.contains("1 overran their time"), "{err}");
+    }
+
+    #[test]
+    fn a_json_file_of_a_stopped_run_is_incomplete() {
+        let document = |complete: bool| {
+            serde_json::json!({
+                "complete": complete,
+                "settings": {"workload": "anon"},
+                "environment": {"run_id": "1-a", "base_depth": 0},
+                "measurements": [{"placement": "root", "faults_per_sec": 5.0, "run": {"workers": [{}, {}]}}],
+            })
+            .to_string()
+        };
+        let file = RunFile::from_json("x.json".into(), &document(false)).unwrap();
+        assert!(file.incomplete);
+        assert_eq!((file.run_id.as_deref(), file.base_depth), (Some("1-a"), Some(0)));
+        assert!(!RunFile::from_json("x.json".into(), &document(true)).unwrap().incomplete);
     }
 }

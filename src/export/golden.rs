@@ -102,7 +102,9 @@ fn golden_run_outputs() {
 #[test]
 fn golden_compare_and_plot() {
     let base = synthetic_report(&[(100_000.0, 90_000.0), (101_000.0, 91_000.0), (99_000.0, 90_500.0)]);
-    let new = synthetic_report(&[(100_000.0, 85_000.0), (100_500.0, 86_000.0), (99_500.0, 85_500.0)]);
+    let mut new = synthetic_report(&[(100_000.0, 85_000.0), (100_500.0, 86_000.0), (99_500.0, 85_500.0)]);
+    // Another run: two files of one run are warned of.
+    new.env.run_id = "4243-0000abcd".into();
     let csv_of = |report: &Report| {
         String::from_utf8(render(|out| export::csv::write_rows(out, &export::csv::rows(report, false)))).unwrap()
     };
