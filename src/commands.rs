@@ -375,11 +375,13 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
     export::comparison(&mut out, &changes, format)?;
-    // The per-level cost is one figure per run, not a row: said under the table.
-    if format == export::Format::Table {
-        for line in levels {
-            writeln!(out, "{line}")?;
-        }
+    // The per-level cost is one figure per run, not a row: said under the table (a paragraph
+    // of markdown); CSV on stdout stays CSV, so there it goes to stderr.
+    match format {
+        export::Format::Table => levels.iter().try_for_each(|line| writeln!(out, "{line}"))?,
+        export::Format::Markdown if !levels.is_empty() => writeln!(out, "\n{}", levels.join("  \n"))?,
+        export::Format::Markdown => {}
+        export::Format::Csv => levels.iter().for_each(|line| say!("faultscale: {line}")),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,7 @@
 //! values computed independently.
 
 /// Summary of a set of measurements (e.g. faults/s over repetitions).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
     pub n: usize,
     pub mean: f64,
@@ -17,6 +17,38 @@ pub struct Summary {
     pub spread_pct: f64,
     /// perf stat's `( +- x% )`: 100 * stddev / sqrt(n) / mean, the relative standard error.
     pub rse_pct: f64,
+}
+
+/// As JSON: the spread of one value is not measured, so stddev, cv_pct and rse_pct are null
+/// for n = 1 (the table shows `-`), not a 0 that reads as "perfectly steady".
+impl serde::Serialize for Summary {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Shown {
+            n: usize,
+            mean: f64,
+            median: f64,
+            stddev: Option<f64>,
+            cv_pct: Option<f64>,
+            min: f64,
+            max: f64,
+            spread_pct: f64,
+            rse_pct: Option<f64>,
+        }
+        let measured = |value: f64| (self.n > 1).then_some(value);
+        Shown {
+            n: self.n,
+            mean: self.mean,
+            median: self.median,
+            stddev: measured(self.stddev),
+            cv_pct: measured(self.cv_pct),
+            min: self.min,
+            max: self.max,
+            spread_pct: self.spread_pct,
+            rse_pct: measured(self.rse_pct),
+        }
+        .serialize(serializer)
+    }
 }
 
 pub fn summarize(values: &[f64]) -> Option<Summary> {

@@ -48,7 +48,7 @@ pub fn write(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
     }
     writeln!(
         out,
-        "* rate change significant at 95% (Welch's t); ? a side has one slice; ovh = placement/baseline CPU ns per fault (geometric mean over slices); its change is new/base, tested on the log overheads, p Holm-adjusted across the rows"
+        "* rate change significant at 95% (Welch's t); ? a side has one slice; CV = the rate's over the slices; ovh = placement/baseline CPU ns per fault (geometric mean over slices); its change is new/base, tested on the log overheads, p Holm-adjusted across the rows"
     )?;
     lkp_terms(out, changes)
 }

@@ -19,7 +19,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     column_header(out, report, &columns)?;
     let summaries = report.summaries();
     failure_lines(out, report, &columns)?;
-    placement_rows(out, &summaries, &columns)?;
+    placement_rows(out, report, &summaries, &columns)?;
     per_cgroup_lines(out, report, &summaries, &columns)?;
     memcg_notes(out, report, &summaries, &columns)?;
     time_notes(out, report, &summaries, &columns)?;
@@ -188,14 +188,26 @@ fn failure_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Res
     Ok(())
 }
 
-/// The table's rows: a placement's rate, per CPU (or task), cost per fault, error and overhead.
-fn placement_rows(out: &mut dyn Write, summaries: &[PlacementSummary], columns: &Columns) -> Result<()> {
+/// The table's rows: a placement's rate, per CPU (or task), cost per fault with its relative
+/// standard error over the slices, and overhead.
+fn placement_rows(
+    out: &mut dyn Write,
+    report: &Report,
+    summaries: &[PlacementSummary],
+    columns: &Columns,
+) -> Result<()> {
     let (name_width, path_width, ns_width) = (columns.name_width, columns.path_width, columns.ns_width());
     for summary in summaries {
         let rate = summary.faults_per_sec;
         // On CPU where measured (the cost the overhead compares), else from the wall-clock rate.
         let ns_per_fault = if columns.cpu_cost { summary.cpu_ns_per_fault } else { summary.ns_per_fault };
-        let error = if rate.n > 1 { format!("{:.1}%", rate.rse_pct) } else { "-".into() };
+        // The error of the figure beside it: the CPU cost's where that is shown (the rate's
+        // spread is wider than the cost's wherever other load took time off the CPU).
+        let spread = match columns.cpu_cost {
+            true => report.cpu_cost(summary.placement, summary.tasks),
+            false => Some(rate),
+        };
+        let error = spread.filter(|s| s.n > 1).map_or_else(|| "-".into(), |s| format!("{:.1}%", s.rse_pct));
         // The one overhead estimator: the geometric mean over rounds of the placement/baseline
         // CPU ns per fault, the same number as the overhead line below and the CSV's.
         let overhead = match (summary.placement.is_baseline(), summary.overhead_vs_baseline) {

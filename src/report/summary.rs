@@ -154,11 +154,11 @@ impl Report {
         rates
     }
 
-    /// Statistics per task count and placement over the repetitions, in the plan's order.
-    /// The mean over slices of the cost per fault on CPU; None where a slice has none.
-    fn mean_cpu_ns_per_fault(&self, placement: &Placement, tasks: usize) -> Option<f64> {
+    /// The cost per fault on CPU over the counted slices (the table's figure and its `+-`);
+    /// None where a slice has none.
+    pub fn cpu_cost(&self, placement: &Placement, tasks: usize) -> Option<stats::Summary> {
         let costs: Vec<f64> = self.of(placement, tasks).map(Measurement::cpu_ns_per_fault).collect::<Option<_>>()?;
-        (!costs.is_empty()).then(|| costs.iter().sum::<f64>() / costs.len() as f64)
+        stats::summarize(&costs)
     }
 
     fn throughput_interval(&self, placement: &Placement, tasks: usize) -> Option<stats::RatioInterval> {
@@ -186,6 +186,7 @@ impl Report {
         total
     }
 
+    /// Statistics per task count and placement over the repetitions, in the plan's order.
     pub fn summaries(&self) -> Vec<PlacementSummary<'_>> {
         let mut summaries = Vec::new();
         for tasks in self.task_counts() {
@@ -226,7 +227,7 @@ impl Report {
                     counted_share: self.counted_share(placement, tasks),
                     memcg: self.memcg_cost(placement, tasks),
                     ns_per_fault: stats::ns_per_unit(rate.mean, tasks),
-                    cpu_ns_per_fault: self.mean_cpu_ns_per_fault(placement, tasks),
+                    cpu_ns_per_fault: self.cpu_cost(placement, tasks).map(|cost| cost.mean),
                     throughput_vs_baseline: self.throughput_interval(placement, tasks),
                     time: self.time_split(placement, tasks),
                     user_s: mean_seconds(|w| w.user_us),
