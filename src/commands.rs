@@ -262,12 +262,14 @@ fn exit_status(report: &Report, write_failed: bool, kept: Kept) -> ExitCode {
         match report.measurements.len() {
             0 => say!("faultscale: {}; no slice completed, nothing was measured", Interrupted(signal)),
             done if write_failed => say!(
-                "faultscale: {}; the {done} measured slices, marked run_complete=false (those of the round it cut short also round_complete=false, in no figure), are in each output not named in an error above",
-                Interrupted(signal)
+                "faultscale: {}; the {} measured, marked run_complete=false (those of the round it cut short also round_complete=false, in no figure), are in each output not named in an error above",
+                Interrupted(signal),
+                crate::text::plural(done, "slice")
             ),
             done => say!(
-                "faultscale: {}; wrote the {done} measured slices, marked run_complete=false (those of the round it cut short also round_complete=false, in no figure)",
-                Interrupted(signal)
+                "faultscale: {}; wrote the {} measured, marked run_complete=false (those of the round it cut short also round_complete=false, in no figure)",
+                Interrupted(signal),
+                crate::text::plural(done, "slice")
             ),
         }
         return ExitCode::from(128 + signal as u8);

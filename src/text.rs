@@ -5,6 +5,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Result, anyhow, bail};
 
+/// `1 slice`, `3 slices`: a count and its noun, plural with an s where the count is not 1.
+pub fn plural(count: usize, noun: &str) -> String {
+    if count == 1 { format!("1 {noun}") } else { format!("{count} {noun}s") }
+}
+
 /// 1234567.8 -> "1,234,568"
 pub fn thousands(value: f64) -> String {
     let digits = format!("{:.0}", value.abs());

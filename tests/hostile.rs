@@ -959,7 +959,8 @@ fn warnings_say_what_really_happened() {
     // #29.1: the slices on disk are kept: the baseline's, and the child's where it finished
     // before the signal; a round the stop cut short is flagged, in no figure.
     let rows = read_csv(&csv);
-    assert!(said.contains(&format!("wrote the {} measured slices, marked run_complete=false", rows.len())), "{said}");
+    let slices = if rows.len() == 1 { "1 slice".to_string() } else { format!("{} slices", rows.len()) };
+    assert!(said.contains(&format!("wrote the {slices} measured, marked run_complete=false")), "{said}");
     assert!((1..=2).contains(&rows.len()), "the baseline's slice is kept: {rows:?}");
     if rows.len() == 1 {
         assert_eq!((rows[0]["round_complete"].as_str(), rows[0]["counted"].as_str()), ("false", "false"));

@@ -69,10 +69,10 @@ pub fn level_lines(out: &mut dyn Write, report: &Report) -> Result<()> {
         };
         writeln!(
             out,
-            "each memcg level adds {}{at}, CPU ns per {unit} fitted over depths {} in {} rounds",
+            "each memcg level adds {}{at}, CPU ns per {unit} fitted over depths {} in {}",
             fit(&cost.cpu),
             depths.join(", "),
-            cost.cpu.rounds
+            crate::text::plural(cost.cpu.rounds, "round")
         )?;
         if let Some(memcg) = &cost.memcg {
             writeln!(out, "  in the memcg family's functions (--profile): {}", fit(memcg))?;
