@@ -88,8 +88,9 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
 
 /// `--check-args CPUS`: the run's arguments checked as `main_job` checks them, for a machine
 /// whose CPUs are 0..CPUS (a guest not yet booted), and nothing else done: exit 0 or 2.
-/// The most CPUs a Linux kernel can be built for (NR_CPUS: x86's MAXSMP, powerpc's limit).
-const MOST_CPUS: usize = 8192;
+/// The most CPUs faultscale can pin on: a cpu_set_t names CPU_SETSIZE of them, as `--cpus`
+/// checks.
+const MOST_CPUS: usize = libc::CPU_SETSIZE as usize;
 
 pub fn check_args(args: &crate::cli::RunArgs, cpus: usize) -> Result<ExitCode> {
     if cpus == 0 {
@@ -99,7 +100,7 @@ pub fn check_args(args: &crate::cli::RunArgs, cpus: usize) -> Result<ExitCode> {
     // allocate for it (2^64 - 1 aborted, 10^8 took 2.5 GB).
     if cpus > MOST_CPUS {
         return Err(usage::usage(anyhow::anyhow!(
-            "--check-args {cpus}: Linux runs on at most {MOST_CPUS} CPUs (NR_CPUS); give the CPU count of the machine that will run"
+            "--check-args {cpus}: faultscale pins on at most {MOST_CPUS} CPUs (CPU_SETSIZE); give the CPU count of the machine that will run"
         )));
     }
     RunOptions::from_args(args, &(0..cpus).collect::<Vec<_>>()).map_err(usage::usage)?;
@@ -365,7 +366,10 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
             say!("faultscale: warning: {warning}");
         }
         changes.extend(compare::compare(&base, &file));
-        levels.extend(compare::level_changes(&base, &file));
+        // Said under every new file's rows: with several, each line names its file.
+        let several = new.len() > 1;
+        let named = |line: String| if several { format!("{}: {line}", file.name) } else { line };
+        levels.extend(compare::level_changes(&base, &file).into_iter().map(named));
     }
     // Files of other workloads (or modes, task counts, placements) are the user's pairing,
     // as files of other settings are.

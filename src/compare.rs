@@ -184,6 +184,7 @@ fn other_measures(base: &RunFile, new: &RunFile) -> Vec<String> {
     }
     if let (Some(base_run), Some(new_run)) = (&base.run_id, &new.run_id)
         && base_run == new_run
+        && !base_run.is_empty()
     {
         warnings.push(format!(
             "{} and {} hold the same run ({base_run}): every change is zero by construction",
@@ -279,10 +280,10 @@ pub fn level_changes(base: &RunFile, new: &RunFile) -> Vec<String> {
             _ => String::new(),
         };
         lines.push(format!(
-            "each memcg level ({} {} {} tasks): {:.1} -> {:.1} ns/fault, change {:+.1} ns{interval}",
+            "each memcg level ({} {} {}): {:.1} -> {:.1} ns/fault, change {:+.1} ns{interval}",
             key.0,
             key.1,
-            key.2,
+            crate::text::plural(key.2 as usize, "task"),
             b.ns_per_fault,
             n.ns_per_fault,
             n.ns_per_fault - b.ns_per_fault

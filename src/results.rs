@@ -77,7 +77,7 @@ pub struct RunFile {
     /// The run the rows came from (the `run_id` column), where the file says: one per file.
     pub run_id: Option<String>,
     /// Rows left out as repeats of an earlier row (the same run, workload, mode, placement,
-    /// tasks, repetition and slice: a file concatenated with itself).
+    /// tasks, repetition and slice: a file's rows appended to it again).
     pub duplicates: usize,
     /// The run's cost of one memcg level per (workload, mode, tasks): ns per fault with its
     /// 95% interval, where the run fitted one.
@@ -350,18 +350,28 @@ impl RunFile {
     }
 
     pub fn from_csv(name: String, text: &str) -> Result<Self> {
-        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        // Flexible: a second header of another version's columns (`cat new.csv old.csv`) is
+        // named as such below, not as the csv crate's "found record with 62 fields".
+        let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
         let headers = reader.headers().with_context(|| format!("{name}: not a faultscale CSV"))?.clone();
         let columns = Columns::of(&name, headers)?;
         let mut file = RunFile { name: name.clone(), ..Default::default() };
         for (line, record) in reader.records().enumerate() {
             let record = record.with_context(|| format!("{name}: row {}", line + 2))?;
             // Its "cpu" cell is not empty, so it would pass for a --per-cpu row.
-            if record.iter().eq(columns.headers.iter()) {
+            if ["workload", "faults_per_sec"].iter().all(|column| record.iter().any(|cell| cell == *column)) {
                 return Err(anyhow::Error::new(Mixed(format!(
                     "{name}: row {} repeats the header: two files joined into one; give each run its own file",
                     line + 2
                 ))));
+            }
+            if record.len() != columns.headers.len() {
+                bail!(
+                    "{name}: row {} has {} cells where the header has {}; is the file whole?",
+                    line + 2,
+                    record.len(),
+                    columns.headers.len()
+                );
             }
             if !record[columns.cpu].is_empty() {
                 continue; // --per-cpu rows
@@ -511,26 +521,33 @@ impl RunFile {
     }
 
     /// Refuses a second run in the file (two runs' slices would be pooled as one run's, and its
-    /// per-level cost taken from whichever came last), and records the base's depth.
+    /// per-level cost taken from whichever came last): a row whose run_id or base depth is not
+    /// the first row's, an emptied run_id too.
     fn check_one_run(&mut self, columns: &Columns, place: &str, row: &Row) -> Result<()> {
-        if columns.has("base_depth") {
-            self.base_depth = Some(row.base_depth);
-        }
-        if !columns.has("run_id") || row.run_id.is_empty() {
-            return Ok(());
-        }
-        match &self.run_id {
-            Some(first) if *first != row.run_id => Err(anyhow::Error::new(Mixed(format!(
-                "{}: {place}: run_id {:?} where the earlier rows have {first:?}: the file holds two runs; give each run its own file",
-                self.name,
-                fact_text(&row.run_id)
-            )))),
-            Some(_) => Ok(()),
-            None => {
-                self.run_id = Some(fact_text(&row.run_id));
-                Ok(())
+        let name = &self.name;
+        let two_runs = |column: &str, value: String, first: &str| {
+            Err(anyhow::Error::new(Mixed(format!(
+                "{name}: {place}: {column} {value:?} where the earlier rows have {first:?}: the file holds two runs; give each run its own file"
+            ))))
+        };
+        if columns.has("run_id") {
+            let run_id = fact_text(&row.run_id);
+            match &self.run_id {
+                Some(first) if *first != run_id => return two_runs("run_id", run_id, first),
+                Some(_) => {}
+                None => self.run_id = Some(run_id),
             }
         }
+        if columns.has("base_depth") {
+            match self.base_depth {
+                Some(first) if first != row.base_depth => {
+                    return two_runs("base_depth", row.base_depth.to_string(), &first.to_string());
+                }
+                Some(_) => {}
+                None => self.base_depth = Some(row.base_depth),
+            }
+        }
+        Ok(())
     }
 
     pub fn from_json(name: String, text: &str) -> Result<Self> {
@@ -548,10 +565,18 @@ impl RunFile {
             file.add_measurement(settings, workload, mode, m)?;
         }
         file.add_json_facts(&document["environment"]);
-        file.base_depth = document["environment"]["base_depth"].as_u64().map(|d| d as usize);
+        // Absent in files from before them; of another type, not a faultscale file.
+        let (complete, depth) = (&document["complete"], &document["environment"]["base_depth"]);
+        if !complete.is_null() && !complete.is_boolean() {
+            bail!("{name}: complete {complete} is not true or false; is this a faultscale --json file?");
+        }
+        if !depth.is_null() && !depth.is_u64() {
+            bail!("{name}: environment.base_depth {depth} is not a depth; is this a faultscale --json file?");
+        }
+        file.base_depth = depth.as_u64().map(|d| d as usize);
         file.run_id = document["environment"]["run_id"].as_str().map(fact_text);
         // A run a signal ended early writes `"complete": false` (the CSV's run_complete).
-        file.incomplete = document["complete"].as_bool() == Some(false);
+        file.incomplete = complete.as_bool() == Some(false);
         for level in document["per_level"].as_array().into_iter().flatten() {
             let (Some(tasks), Some(ns)) = (level["tasks"].as_u64(), level["cpu"]["ns_per_fault"].as_f64()) else {
                 continue;
@@ -732,9 +757,20 @@ mod tests {
         let err = err.unwrap_err();
         assert!(is_mixed(&err), "{err}");
         assert!(err.to_string().contains("row 3: run_id \"2-b\" where the earlier rows have \"1-a\""), "{err}");
-        // `cat a.csv b.csv`: the second header's cpu cell is not empty, as a per-CPU row's.
+        // `cat a.csv b.csv`: the second header's cpu cell is not empty, as a per-CPU row's; and
+        // one of another version's columns.
         let err = RunFile::from_csv("x.csv".into(), &format!("{header}{first}{header}{first}")).unwrap_err();
         assert!(is_mixed(&err) && err.to_string().contains("row 3 repeats the header"), "{err}");
+        let older = "workload,mode,tasks,placement,cpu,faults_per_sec\nanon,process,2,base,,5\n";
+        let err = RunFile::from_csv("x.csv".into(), &format!("{header}{first}{older}")).unwrap_err();
+        assert!(is_mixed(&err) && err.to_string().contains("row 3 repeats the header"), "{err}");
+        let err = RunFile::from_csv("x.csv".into(), &format!("{header}{first}anon,process\n")).unwrap_err();
+        assert!(err.to_string().contains("row 3 has 2 cells where the header has 9"), "{err}");
+        // A run_id emptied, or another base depth: another run all the same.
+        for second in [",anon,process,2,base,,6,,3", "1-a,anon,process,2,base,,6,,0"] {
+            let err = RunFile::from_csv("x.csv".into(), &format!("{header}{first}{second}\n")).unwrap_err();
+            assert!(is_mixed(&err) && err.to_string().contains("the file holds two runs"), "{second}: {err}");
+        }
     }
 
     #[test]
@@ -761,5 +797,11 @@ mod tests {
         assert!(file.incomplete);
         assert_eq!((file.run_id.as_deref(), file.base_depth), (Some("1-a"), Some(0)));
         assert!(!RunFile::from_json("x.json".into(), &document(true)).unwrap().incomplete);
+        let text = document(false).replace("\"complete\":false", "\"complete\":\"false\"");
+        let err = RunFile::from_json("x.json".into(), &text).unwrap_err().to_string();
+        assert!(err.contains("complete \"false\" is not true or false"), "{err}");
+        let text = document(false).replace("\"base_depth\":0", "\"base_depth\":\"0\"");
+        let err = RunFile::from_json("x.json".into(), &text).unwrap_err().to_string();
+        assert!(err.contains("environment.base_depth \"0\" is not a depth"), "{err}");
     }
 }

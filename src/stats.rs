@@ -19,7 +19,7 @@ pub struct Summary {
     pub rse_pct: f64,
 }
 
-/// As JSON: the spread of one value is not measured, so stddev, cv_pct and rse_pct are null
+/// As JSON: the spread of one value is not measured, so stddev, cv_pct, spread_pct and rse_pct are null
 /// for n = 1 (the table shows `-`), not a 0 that reads as "perfectly steady".
 impl serde::Serialize for Summary {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -32,7 +32,7 @@ impl serde::Serialize for Summary {
             cv_pct: Option<f64>,
             min: f64,
             max: f64,
-            spread_pct: f64,
+            spread_pct: Option<f64>,
             rse_pct: Option<f64>,
         }
         let measured = |value: f64| (self.n > 1).then_some(value);
@@ -44,7 +44,7 @@ impl serde::Serialize for Summary {
             cv_pct: measured(self.cv_pct),
             min: self.min,
             max: self.max,
-            spread_pct: self.spread_pct,
+            spread_pct: measured(self.spread_pct),
             rse_pct: measured(self.rse_pct),
         }
         .serialize(serializer)

@@ -887,8 +887,8 @@ fn degenerate_durations_and_colliding_names_are_refused_before_anything_is_creat
         (vec!["--cgroup", "nested:4,nested-4"], "share the directory name"),
         // A CPU count no kernel boots with: refused before the checks allocate per CPU (2^64 - 1
         // aborted on a capacity overflow; 10^8 took 2.5 GB and a minute).
-        (vec!["--check-args", "18446744073709551615"], "at most 8192 CPUs"),
-        (vec!["--check-args", "8193"], "at most 8192 CPUs"),
+        (vec!["--check-args", "18446744073709551615"], "at most 1024 CPUs (CPU_SETSIZE)"),
+        (vec!["--check-args", "1025"], "at most 1024 CPUs (CPU_SETSIZE)"),
         // clap's own errors lose their usage block, its second synopsis line too.
         (vec!["--bogus-option"], "unexpected argument '--bogus-option' found (see --help)"),
     ];

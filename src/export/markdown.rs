@@ -36,7 +36,8 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
     )?;
     writeln!(out, "\nIn LKP's terms:\n\n| base | %change | new | metric | row |\n|---:|---:|---:|---|---|")?;
     for c in changes {
-        let row = format!("{} {} {} tasks {}", c.workload, c.mode, c.tasks, c.placement);
+        let row =
+            format!("{} {} {} {}", c.workload, c.mode, crate::text::plural(c.tasks as usize, "task"), c.placement);
         let change = |base: f64, new: f64| format!("{:+.1}%", 100.0 * (new - base) / base);
         writeln!(
             out,

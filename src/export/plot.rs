@@ -74,9 +74,11 @@ fn series(file: &RunFile, chart: Chart, per_task: bool) -> BTreeMap<String, Vec<
                 if !(is_baseline(name) || name == "child" || name.starts_with("nested:")) {
                     continue;
                 }
-                (format!("{}{} tasks", scope(file, key), key.tasks), depth)
+                (format!("{}{}", scope(file, key), crate::text::plural(key.tasks as usize, "task")), depth)
             }
-            Chart::Bars | Chart::Auto => (format!("{}{} tasks", scope(file, key), key.tasks), 0),
+            Chart::Bars | Chart::Auto => {
+                (format!("{}{}", scope(file, key), crate::text::plural(key.tasks as usize, "task")), 0)
+            }
         };
         gathered.entry(name).or_default().entry(x).or_default().extend(rates.iter().map(|r| r / scale));
     }

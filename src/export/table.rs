@@ -19,7 +19,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     column_header(out, report, &columns)?;
     let summaries = report.summaries();
     failure_lines(out, report, &columns)?;
-    placement_rows(out, report, &summaries, &columns)?;
+    placement_rows(out, &summaries, &columns)?;
     per_cgroup_lines(out, report, &summaries, &columns)?;
     memcg_notes(out, report, &summaries, &columns)?;
     time_notes(out, report, &summaries, &columns)?;
@@ -99,7 +99,7 @@ fn title(out: &mut dyn Write, report: &Report, sweep: bool) -> Result<()> {
     let workers = if sweep {
         format!("{} tasks", plan.task_counts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join("/"))
     } else {
-        format!("{} workers", plan.task_counts[0])
+        crate::text::plural(plan.task_counts[0], "worker")
     };
     writeln!(
         out,
@@ -190,12 +190,7 @@ fn failure_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Res
 
 /// The table's rows: a placement's rate, per CPU (or task), cost per fault with its relative
 /// standard error over the slices, and overhead.
-fn placement_rows(
-    out: &mut dyn Write,
-    report: &Report,
-    summaries: &[PlacementSummary],
-    columns: &Columns,
-) -> Result<()> {
+fn placement_rows(out: &mut dyn Write, summaries: &[PlacementSummary], columns: &Columns) -> Result<()> {
     let (name_width, path_width, ns_width) = (columns.name_width, columns.path_width, columns.ns_width());
     for summary in summaries {
         let rate = summary.faults_per_sec;
@@ -204,7 +199,7 @@ fn placement_rows(
         // The error of the figure beside it: the CPU cost's where that is shown (the rate's
         // spread is wider than the cost's wherever other load took time off the CPU).
         let spread = match columns.cpu_cost {
-            true => report.cpu_cost(summary.placement, summary.tasks),
+            true => summary.cpu_ns_per_fault_stats,
             false => Some(rate),
         };
         let error = spread.filter(|s| s.n > 1).map_or_else(|| "-".into(), |s| format!("{:.1}%", s.rse_pct));

@@ -156,7 +156,7 @@ impl Report {
 
     /// The cost per fault on CPU over the counted slices (the table's figure and its `+-`);
     /// None where a slice has none.
-    pub fn cpu_cost(&self, placement: &Placement, tasks: usize) -> Option<stats::Summary> {
+    fn cpu_cost(&self, placement: &Placement, tasks: usize) -> Option<stats::Summary> {
         let costs: Vec<f64> = self.of(placement, tasks).map(Measurement::cpu_ns_per_fault).collect::<Option<_>>()?;
         stats::summarize(&costs)
     }
@@ -228,6 +228,7 @@ impl Report {
                     memcg: self.memcg_cost(placement, tasks),
                     ns_per_fault: stats::ns_per_unit(rate.mean, tasks),
                     cpu_ns_per_fault: self.cpu_cost(placement, tasks).map(|cost| cost.mean),
+                    cpu_ns_per_fault_stats: self.cpu_cost(placement, tasks),
                     throughput_vs_baseline: self.throughput_interval(placement, tasks),
                     time: self.time_split(placement, tasks),
                     user_s: mean_seconds(|w| w.user_us),
@@ -350,6 +351,8 @@ pub struct PlacementSummary<'a> {
     /// The cost of a fault on CPU: on-CPU ns over faults, the mean over slices; None where an
     /// on-CPU time is missing.
     pub cpu_ns_per_fault: Option<f64>,
+    /// Its statistics over the slices (the table's `+-` is their rse_pct).
+    pub cpu_ns_per_fault_stats: Option<stats::Summary>,
     /// Baseline throughput / this throughput per slice (wall-clock rates), the geometric mean
     /// with its 95% interval: beside the overhead, which counts CPU time only.
     pub throughput_vs_baseline: Option<stats::RatioInterval>,
