@@ -86,18 +86,18 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
     Ok(exit_status(&report, write_failed, kept))
 }
 
-/// `--check-args CPUS`: the run's arguments checked as `main_job` checks them, for a machine
-/// whose CPUs are 0..CPUS (a guest not yet booted), and nothing else done: exit 0 or 2.
 /// The most CPUs faultscale can pin on: a cpu_set_t names CPU_SETSIZE of them, as `--cpus`
 /// checks.
 const MOST_CPUS: usize = libc::CPU_SETSIZE as usize;
 
+/// `--check-args CPUS`: the run's arguments checked as `main_job` checks them, for a machine
+/// whose CPUs are 0..CPUS (a guest not yet booted), and nothing else done: exit 0 or 2.
 pub fn check_args(args: &crate::cli::RunArgs, cpus: usize) -> Result<ExitCode> {
     if cpus == 0 {
         return Err(usage::usage(anyhow::anyhow!("--check-args 0: give the CPU count of the machine that will run")));
     }
-    // The checks build per-CPU lists: a count no kernel can boot with is refused before they
-    // allocate for it (2^64 - 1 aborted, 10^8 took 2.5 GB).
+    // The checks build per-CPU lists: a count past what a run could pin on is refused before
+    // they allocate for it (2^64 - 1 aborted, 10^8 took 2.5 GB).
     if cpus > MOST_CPUS {
         return Err(usage::usage(anyhow::anyhow!(
             "--check-args {cpus}: faultscale pins on at most {MOST_CPUS} CPUs (CPU_SETSIZE); give the CPU count of the machine that will run"

@@ -214,6 +214,7 @@ impl Report {
                         sys_s: MeanInterval::of(&sys)?,
                     })
                 });
+                let cpu_cost = self.cpu_cost(placement, tasks);
                 summaries.push(PlacementSummary {
                     per_cgroup: self.per_cgroup(placement, tasks),
                     siblings_vs_child: self.siblings_vs_child(placement, tasks),
@@ -227,8 +228,8 @@ impl Report {
                     counted_share: self.counted_share(placement, tasks),
                     memcg: self.memcg_cost(placement, tasks),
                     ns_per_fault: stats::ns_per_unit(rate.mean, tasks),
-                    cpu_ns_per_fault: self.cpu_cost(placement, tasks).map(|cost| cost.mean),
-                    cpu_ns_per_fault_stats: self.cpu_cost(placement, tasks),
+                    cpu_ns_per_fault: cpu_cost.map(|cost| cost.mean),
+                    cpu_ns_per_fault_stats: cpu_cost,
                     throughput_vs_baseline: self.throughput_interval(placement, tasks),
                     time: self.time_split(placement, tasks),
                     user_s: mean_seconds(|w| w.user_us),
