@@ -19,8 +19,15 @@ pub struct Summary {
     pub rse_pct: f64,
 }
 
-/// As JSON: the spread of one value is not measured, so stddev, cv_pct, spread_pct and rse_pct are null
-/// for n = 1 (the table shows `-`), not a 0 that reads as "perfectly steady".
+impl Summary {
+    /// A spread figure where there is a spread to measure: None for one value, not a 0 that
+    /// reads as "perfectly steady" (the table and compare show `-`, the JSON null).
+    pub fn measured(&self, spread: f64) -> Option<f64> {
+        (self.n > 1).then_some(spread)
+    }
+}
+
+/// As JSON: stddev, cv_pct, spread_pct and rse_pct are null for one value (`Summary::measured`).
 impl serde::Serialize for Summary {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         #[derive(serde::Serialize)]
@@ -35,7 +42,7 @@ impl serde::Serialize for Summary {
             spread_pct: Option<f64>,
             rse_pct: Option<f64>,
         }
-        let measured = |value: f64| (self.n > 1).then_some(value);
+        let measured = |spread: f64| self.measured(spread);
         Shown {
             n: self.n,
             mean: self.mean,

@@ -202,7 +202,7 @@ fn placement_rows(out: &mut dyn Write, summaries: &[PlacementSummary], columns: 
             true => summary.cpu_ns_per_fault_stats,
             false => Some(rate),
         };
-        let error = spread.filter(|s| s.n > 1).map_or_else(|| "-".into(), |s| format!("{:.1}%", s.rse_pct));
+        let error = spread.and_then(|s| s.measured(s.rse_pct)).map_or_else(|| "-".into(), |rse| format!("{rse:.1}%"));
         // The one overhead estimator: the geometric mean over rounds of the placement/baseline
         // CPU ns per fault, the same number as the overhead line below and the CSV's.
         let overhead = match (summary.placement.is_baseline(), summary.overhead_vs_baseline) {
