@@ -147,6 +147,10 @@ impl Outputs {
         let mut files = Vec::new();
         for (format, path) in &options.outputs {
             let sink = Sink::open(&format!("--{}", format.option()), path).map_err(usage::usage)?;
+            for profile in options.plan.placements.iter().filter_map(|p| p.profile.as_deref()) {
+                sink.refuse_input(&format!("the --cgroup profile {profile}"), Path::new(profile))
+                    .map_err(usage::usage)?;
+            }
             files.push(Output { format: *format, sink, checkpointed: false });
         }
         Sink::check_distinct(&mut files.iter_mut().map(|f| &mut f.sink).collect::<Vec<_>>()).map_err(usage::usage)?;
@@ -408,6 +412,7 @@ pub fn plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<Exit
     // reader refused before drawing, the chart written whole or not at all.
     let format = export::plot::format_of(Path::new(output)).map_err(usage::usage)?;
     let sink = Sink::open("-o", &OutputPath::File(output.into())).map_err(usage::usage)?;
+    sink.refuse_input("the file being drawn", Path::new(file)).map_err(usage::usage)?;
     // Drawn first in a directory of its own (made afresh, mode 0700: no link planted in /tmp
     // can redirect it), then copied into the output.
     let private = std::env::temp_dir().join(format!(

@@ -551,7 +551,19 @@ impl RunFile {
     }
 
     pub fn from_json(name: String, text: &str) -> Result<Self> {
-        let document: serde_json::Value = serde_json::from_str(text).map_err(|e| anyhow!("{name}: not JSON: {e}"))?;
+        let document: serde_json::Value = match serde_json::from_str(text) {
+            Ok(document) => document,
+            Err(e) => {
+                // `cat a.json b.json`: two whole documents, two runs, as a header again in a CSV.
+                let mut documents = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+                if let (Some(Ok(_)), Some(Ok(_))) = (documents.next(), documents.next()) {
+                    return Err(anyhow::Error::new(Mixed(format!(
+                        "{name}: a second JSON document follows the first: the file holds two runs; give each run its own file"
+                    ))));
+                }
+                bail!("{name}: not JSON: {e}")
+            }
+        };
         let settings = &document["settings"];
         let workload = settings["workload"]
             .as_str()
@@ -797,6 +809,8 @@ mod tests {
         assert!(file.incomplete);
         assert_eq!((file.run_id.as_deref(), file.base_depth), (Some("1-a"), Some(0)));
         assert!(!RunFile::from_json("x.json".into(), &document(true)).unwrap().incomplete);
+        let err = RunFile::from_json("x.json".into(), &document(true).repeat(2)).unwrap_err();
+        assert!(is_mixed(&err) && err.to_string().contains("a second JSON document follows"), "{err}");
         let text = document(false).replace("\"complete\":false", "\"complete\":\"false\"");
         let err = RunFile::from_json("x.json".into(), &text).unwrap_err().to_string();
         assert!(err.contains("complete \"false\" is not true or false"), "{err}");

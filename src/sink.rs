@@ -275,6 +275,15 @@ impl Sink {
         self.identity.is_some() && self.identity == stdout_identity()
     }
 
+    /// Refuses an output that is one of the command's inputs (the result file `plot` draws, a
+    /// profile a run builds from), however spelled: writing it would destroy what was read.
+    pub fn refuse_input(&self, what: &str, input: &Path) -> Result<()> {
+        if std::fs::metadata(input).is_ok_and(|m| m.is_file()) && self.identity == Some(file_identity(input)) {
+            bail!("{} is {what}; give the output its own name", self.label);
+        }
+        Ok(())
+    }
+
     /// Refuses two outputs that name one place: one would overwrite the other. Then claims
     /// each file for this run, refusing one that another live run is writing.
     pub fn check_distinct(sinks: &mut [&mut Sink]) -> Result<()> {
