@@ -188,7 +188,14 @@ fn pure_v2_session_profile_and_topology() {
         100.0 * root_share,
         100.0 * child_share
     );
-    assert_eq!(charges["root"], 0, "the root memcg charges no page counter");
+    // The root memcg skips page-counter charging in the worker's own faults; an interrupt
+    // that charges another cgroup (socket memory in a softirq) can still land in one of the
+    // root worker's samples: one of 2342 did once in an 8-vCPU emulated guest with systemd.
+    let rate = |charged: u64, samples: u64| charged as f64 / samples.max(1) as f64;
+    assert!(
+        charges["root"] <= 2 && rate(charges["root"], root_samples) * 10.0 < rate(charges["child"], child_samples),
+        "the root memcg charges no page counter in its own faults: {charges:?}"
+    );
     assert!(charges["child"] > 0, "the child charges: {charges:?}");
     assert!(root_share < child_share, "root's memcg share {root_share} below child's {child_share}");
     topology_assertions(dir);
