@@ -351,29 +351,65 @@ fn load(path: &str) -> Result<RunFile> {
     RunFile::load(Path::new(path)).map_err(|e| if results::is_mixed(&e) { usage::usage(e) } else { e })
 }
 
+/// One side of `compare`: a file, or several runs' files joined by commas (a path that is a
+/// file as it stands is one file, commas and all). The runs of a side must be of one setting
+/// and be other runs.
+fn load_side(text: &str, force: bool) -> Result<Vec<RunFile>> {
+    let paths: Vec<&str> = match Path::new(text).exists() {
+        true => vec![text],
+        false => text.split(',').filter(|p| !p.is_empty()).collect(),
+    };
+    let side: Vec<RunFile> = paths.iter().map(|path| load(path)).collect::<Result<_>>()?;
+    let Some(first) = side.first() else {
+        return Err(usage::usage(anyhow::anyhow!("compare {text:?}: no file named; give FILE or FILE,FILE,...")));
+    };
+    for (index, other) in side.iter().enumerate().skip(1) {
+        let settings = compare::setting_differences(first, other);
+        if !settings.is_empty() && !force {
+            return Err(usage::usage(anyhow::anyhow!(
+                "{} and {}: runs of one side measured with different settings ({}); rerun alike, or --force",
+                first.name,
+                other.name,
+                settings.join("; ")
+            )));
+        }
+        if let Some(twice) =
+            side[..index].iter().find(|earlier| earlier.run_id.is_some() && earlier.run_id == other.run_id)
+        {
+            return Err(usage::usage(anyhow::anyhow!(
+                "{} and {} hold the same run: a side's runs are counted as other runs; give each once",
+                twice.name,
+                other.name
+            )));
+        }
+    }
+    Ok(side)
+}
+
 pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) -> Result<ExitCode> {
-    let base = load(base)?;
+    let base = load_side(base, force)?;
     let mut changes = Vec::new();
     let mut levels = Vec::new();
-    for path in new {
-        let file = load(path)?;
-        let settings = compare::setting_differences(&base, &file);
+    for text in new {
+        let side = load_side(text, force)?;
+        let file = &side[0];
+        let settings = compare::setting_differences(&base[0], file);
         if !settings.is_empty() && !force {
             return Err(usage::usage(anyhow::anyhow!(
                 "{} vs {}: rows measured with different settings cannot be compared ({}); rerun alike, or --force",
-                base.name,
+                base[0].name,
                 file.name,
                 settings.join("; ")
             )));
         }
-        for warning in compare::differences(&base, &file).into_iter().chain(settings) {
+        for warning in compare::side_warnings(&base, &side).into_iter().chain(settings) {
             say!("faultscale: warning: {warning}");
         }
-        changes.extend(compare::compare(&base, &file));
+        changes.extend(compare::compare(&base, &side));
         // Said under every new file's rows: with several, each line names its file.
         let several = new.len() > 1;
         let named = |line: String| if several { format!("{}: {line}", file.name) } else { line };
-        levels.extend(compare::level_changes(&base, &file).into_iter().map(named));
+        levels.extend(compare::level_changes(&base, &side).into_iter().map(named));
     }
     // Files of other workloads (or modes, task counts, placements) are the user's pairing,
     // as files of other settings are.

@@ -1,12 +1,15 @@
 //! `faultscale compare BASE NEW [MORE...]`: before/after tables from faultscale's own CSV or
 //! JSON files, as kernel developers read them in mmtests and lkp reports: per workload, mode,
-//! task count and placement, the base and new mean rate, the change with a significance mark
-//! (Welch's t at 95%), each side's CV, and the change in the root/child overhead itself.
-//! This file matches and tests; export/ formats the result.
+//! task count and placement, the base and new mean rate, the change with a significance mark,
+//! each side's CV, and the change in the overhead itself. A side is one run or several (LKP
+//! repeats a job on each commit). What is tested is what holds from run to run: with one run a
+//! side, each run's own interval over its cgroup instances (crew generations, `stats::
+//! unit_mean`); with several, the runs themselves. Never the slices as if independent: they
+//! share one instance's cost. This file matches and tests; export/ formats the result.
 
 use crate::report::lkp;
 use crate::results::{Key, RunFile};
-use crate::stats::{self, summarize};
+use crate::stats::{self, Estimate, Placed, summarize, values};
 
 /// Whether a change is significant; written `yes`, `no` and `?` in compare's CSV.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -15,7 +18,8 @@ pub enum Significance {
     Yes,
     #[serde(rename = "no")]
     No,
-    /// A side has a single slice: no spread to test against.
+    /// A side cannot say what its next run would give: one run of one cgroup instance (a run
+    /// too short for crew generations), or no spread to test against.
     #[serde(rename = "?")]
     Untested,
 }
@@ -28,22 +32,29 @@ pub struct Change {
     pub tasks: u64,
     pub placement: String,
     pub new_file: String,
+    /// Runs on each side.
+    pub base_runs: usize,
+    pub new_runs: usize,
     pub base_mean: f64,
     pub new_mean: f64,
     pub change_pct: f64,
-    /// Whether the rate changed, by Welch's t at 95%.
+    /// Whether the rate changed: its Holm-adjusted p below 0.05.
     pub significant: Significance,
+    /// The rate's change tested on the log rates, each side's standard error over its units
+    /// (`Side`), Holm-adjusted with every other p of the rows compared with the same new file.
+    pub rate_p_holm: Option<f64>,
     /// Each side's CV over its slices; None where a side has one slice (no spread to measure).
     pub base_cv_pct: Option<f64>,
     pub new_cv_pct: Option<f64>,
     pub base_overhead_pct: Option<f64>,
     pub new_overhead_pct: Option<f64>,
     /// The overhead's change, new over base (geometric means of the per-slice overheads), in
-    /// percent, with its 95% interval (Welch's t on the log overheads).
+    /// percent, with its 95% interval (on the log overheads, each side's standard error over its
+    /// units).
     pub overhead_change_pct: Option<f64>,
     pub overhead_change_low_pct: Option<f64>,
     pub overhead_change_high_pct: Option<f64>,
-    /// Its p-value, Holm-adjusted across the rows compared with the same new file.
+    /// Its p-value, Holm-adjusted with every other p of the rows compared with the same new file.
     pub overhead_p_holm: Option<f64>,
     /// --profile: the memcg family's CPU ns per fault, each side's mean, and its change
     /// (new - base) with a 95% interval and a Holm-adjusted p, tested like the overhead.
@@ -72,7 +83,7 @@ fn scalability(file: &RunFile, key: &crate::results::Key) -> Option<f64> {
         .rates
         .iter()
         .filter(|(k, _)| same(k))
-        .filter_map(|(k, rates)| Some((k.tasks as usize, summarize(rates)?.mean)))
+        .filter_map(|(k, rates)| Some((k.tasks as usize, summarize(&values(rates))?.mean)))
         .collect();
     let largest = sweep.iter().map(|(tasks, _)| *tasks).max()?;
     if largest as u64 != key.tasks {
@@ -98,73 +109,183 @@ pub fn setting_differences(base: &RunFile, new: &RunFile) -> Vec<String> {
     differences.into_iter().collect()
 }
 
-pub fn compare(base: &RunFile, new: &RunFile) -> Vec<Change> {
+/// One side of a comparison: one run, or several runs of one kernel.
+pub type Side = [RunFile];
+
+/// What a side says of one row's figure: the estimate another run of it would scatter
+/// around, with the standard error that scatter has. From several runs, the runs' own means
+/// (the run is the unit); from one run, its units (`stats::unit_mean`), where it has two or
+/// more; else nothing (`Untested`). `log` for rates and ratios, which multiply.
+fn side_estimate(
+    side: &Side,
+    of: fn(&RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>>,
+    key: &Key,
+    log: bool,
+) -> Option<Estimate> {
+    let per_run: Vec<Vec<Placed>> = side
+        .iter()
+        .filter_map(|file| of(file).get(key))
+        .map(|placed| {
+            placed
+                .iter()
+                .map(|p| {
+                    Some(Placed { value: if log { (p.value > 0.0).then(|| p.value.ln())? } else { p.value }, ..*p })
+                })
+                .collect::<Option<Vec<_>>>()
+        })
+        .collect::<Option<_>>()?;
+    let means: Vec<stats::UnitMean> = per_run.iter().filter_map(|v| stats::unit_mean(v)).collect();
+    match means.as_slice() {
+        [] => None,
+        [one] if one.units < 2 => None,
+        [one] => Estimate::of(one),
+        several => {
+            let summary = summarize(&several.iter().map(|m| m.mean).collect::<Vec<_>>())?;
+            Some(Estimate {
+                mean: summary.mean,
+                standard_error: summary.stddev / (summary.n as f64).sqrt(),
+                df: (summary.n - 1) as f64,
+            })
+        }
+    }
+}
+
+/// A side's point figure for the table: the mean over its runs of each run's mean (geometric
+/// for ratios), None where no run has the row.
+fn side_mean(
+    side: &Side,
+    of: fn(&RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>>,
+    key: &Key,
+    geometric: bool,
+) -> Option<f64> {
+    let runs: Vec<f64> = side
+        .iter()
+        .filter_map(|file| of(file).get(key))
+        .filter_map(|placed| match geometric {
+            true => stats::geometric_interval(&values(placed)).map(|i| i.mean.ln()),
+            false => summarize(&values(placed)).map(|s| s.mean),
+        })
+        .collect();
+    let mean = summarize(&runs)?.mean;
+    Some(if geometric { mean.exp() } else { mean })
+}
+
+/// b - a from the two sides' estimates; for logs, the change as a ratio.
+fn side_change(a: Option<Estimate>, b: Option<Estimate>, log: bool) -> Option<stats::RatioChange> {
+    let change = stats::estimate_difference(a?, b?)?;
+    Some(match log {
+        true => stats::RatioChange {
+            change: change.change.exp(),
+            low: change.low.exp(),
+            high: change.high.exp(),
+            p: change.p,
+        },
+        false => change,
+    })
+}
+
+fn rates(file: &RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>> {
+    &file.rates
+}
+fn overheads(file: &RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>> {
+    &file.overheads
+}
+fn throughputs(file: &RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>> {
+    &file.throughputs
+}
+fn memcg_ns(file: &RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>> {
+    &file.memcg_ns
+}
+
+/// The rows of `new` against `base`, matched by key. Every p of them (rates, overheads, memcg
+/// costs) is one family for Holm: the chance that any row of an A/A pair is called
+/// significant stays at 5%.
+pub fn compare(base: &Side, new: &Side) -> Vec<Change> {
     let mut changes = Vec::new();
-    for (key, base_rates) in &base.rates {
-        let Some(new_rates) = new.rates.get(key) else { continue };
-        let (Some(b), Some(n)) = (summarize(base_rates), summarize(new_rates)) else { continue };
-        // The overhead from the cost on CPU where both files have it; else both from throughput,
-        // so a file from before on-CPU times is compared like with like.
-        let from_cpu = !base.without_cpu_cost.contains(key) && !new.without_cpu_cost.contains(key);
-        let overheads = |file: &RunFile| {
-            let ratios = if from_cpu { &file.overheads } else { &file.throughputs };
-            ratios.get(key).cloned().unwrap_or_default()
+    let (first_base, first_new) = (&base[0], &new[0]);
+    for key in first_base.rates.keys() {
+        if !first_new.rates.contains_key(key) {
+            continue;
+        }
+        let (Some(b), Some(n)) = (side_mean(base, rates, key, false), side_mean(new, rates, key, false)) else {
+            continue;
         };
-        let (base_overheads, new_overheads) = (overheads(base), overheads(new));
-        let overhead = |values: &[f64]| stats::geometric_interval(values).map(|i| 100.0 * i.mean);
-        let (base_overhead, new_overhead) = (overhead(&base_overheads), overhead(&new_overheads));
-        let change = stats::ratio_change(&base_overheads, &new_overheads);
+        let (Some(b_cv), Some(n_cv)) =
+            (summarize(&values(&first_base.rates[key])), summarize(&values(&first_new.rates[key])))
+        else {
+            continue;
+        };
+        // The overhead from the cost on CPU where every file has it; else all from throughput,
+        // so a file from before on-CPU times is compared like with like.
+        let from_cpu = base.iter().chain(new).all(|file| !file.without_cpu_cost.contains(key));
+        let ratios = if from_cpu { overheads } else { throughputs };
+        let overhead_mean = |side: &Side| side_mean(side, ratios, key, true).map(|m| 100.0 * m);
+        let change = side_change(side_estimate(base, ratios, key, true), side_estimate(new, ratios, key, true), true);
+        let rate = side_change(side_estimate(base, rates, key, true), side_estimate(new, rates, key, true), true);
         let percent = |ratio: f64| 100.0 * (ratio - 1.0);
-        let memcg_values = |file: &RunFile| file.memcg_ns.get(key).cloned().unwrap_or_default();
-        let memcg_mean = |file: &RunFile| summarize(&memcg_values(file)).map(|s| s.mean);
-        let memcg = stats::difference(&memcg_values(base), &memcg_values(new));
+        let memcg =
+            side_change(side_estimate(base, memcg_ns, key, false), side_estimate(new, memcg_ns, key, false), false);
         changes.push(Change {
             workload: key.workload.clone(),
             mode: key.mode.clone(),
             tasks: key.tasks,
             placement: key.placement.name().to_string(),
-            new_file: new.name.clone(),
-            base_mean: b.mean,
-            new_mean: n.mean,
-            change_pct: 100.0 * (n.mean - b.mean) / b.mean,
-            significant: match stats::welch(base_rates, new_rates) {
-                Some(w) if w.significant => Significance::Yes,
-                Some(_) => Significance::No,
-                None => Significance::Untested,
-            },
-            base_cv_pct: b.measured(b.cv_pct),
-            new_cv_pct: n.measured(n.cv_pct),
-            base_overhead_pct: base_overhead,
-            new_overhead_pct: new_overhead,
+            new_file: first_new.name.clone(),
+            base_runs: base.len(),
+            new_runs: new.len(),
+            base_mean: b,
+            new_mean: n,
+            change_pct: 100.0 * (n - b) / b,
+            significant: Significance::Untested,
+            rate_p_holm: rate.map(|c| c.p),
+            base_cv_pct: b_cv.measured(b_cv.cv_pct),
+            new_cv_pct: n_cv.measured(n_cv.cv_pct),
+            base_overhead_pct: overhead_mean(base),
+            new_overhead_pct: overhead_mean(new),
             overhead_change_pct: change.map(|c| percent(c.change)),
             overhead_change_low_pct: change.map(|c| percent(c.low)),
             overhead_change_high_pct: change.map(|c| percent(c.high)),
             overhead_p_holm: change.map(|c| c.p),
-            base_memcg_ns: memcg_mean(base),
-            new_memcg_ns: memcg_mean(new),
+            base_memcg_ns: side_mean(base, memcg_ns, key, false),
+            new_memcg_ns: side_mean(new, memcg_ns, key, false),
             memcg_ns_change: memcg.map(|c| c.change),
             memcg_ns_change_low: memcg.map(|c| c.low),
             memcg_ns_change_high: memcg.map(|c| c.high),
             memcg_p_holm: memcg.map(|c| c.p),
             lkp_metric: lkp::per_task_metric(&key.mode),
-            base_per_task_ops: lkp::per_task_ops(b.mean, key.tasks as usize),
-            new_per_task_ops: lkp::per_task_ops(n.mean, key.tasks as usize),
-            base_scalability: scalability(base, key),
-            new_scalability: scalability(new, key),
+            base_per_task_ops: lkp::per_task_ops(b, key.tasks as usize),
+            new_per_task_ops: lkp::per_task_ops(n, key.tasks as usize),
+            base_scalability: scalability(first_base, key),
+            new_scalability: scalability(first_new, key),
         });
     }
-    // Many rows tested at once: Holm keeps the chance of any false "significant" at 5%.
-    adjust(&mut changes, |c| &mut c.overhead_p_holm);
-    adjust(&mut changes, |c| &mut c.memcg_p_holm);
+    adjust(&mut changes);
+    for change in &mut changes {
+        change.significant = match change.rate_p_holm {
+            Some(p) if p < 0.05 => Significance::Yes,
+            Some(_) => Significance::No,
+            None => Significance::Untested,
+        };
+    }
     changes
 }
 
-/// Replaces one family of p-values by their Holm adjustment across the rows that have one.
-fn adjust(changes: &mut [Change], p_of: fn(&mut Change) -> &mut Option<f64>) {
-    let raw: Vec<(usize, f64)> = changes.iter_mut().enumerate().filter_map(|(i, c)| p_of(c).map(|p| (i, p))).collect();
-    let adjusted = stats::holm(&raw.iter().map(|(_, p)| *p).collect::<Vec<_>>());
-    for ((i, _), p) in raw.into_iter().zip(adjusted) {
-        *p_of(&mut changes[i]) = Some(p);
+/// Replaces every p of the rows (rates, overheads, memcg costs) by its Holm adjustment over
+/// all of them together.
+fn adjust(changes: &mut [Change]) {
+    let families: [fn(&mut Change) -> &mut Option<f64>; 3] =
+        [|c| &mut c.rate_p_holm, |c| &mut c.overhead_p_holm, |c| &mut c.memcg_p_holm];
+    let mut raw: Vec<(usize, usize, f64)> = Vec::new();
+    for (row, change) in changes.iter_mut().enumerate() {
+        for (family, p_of) in families.iter().enumerate() {
+            if let Some(p) = *p_of(change) {
+                raw.push((row, family, p));
+            }
+        }
+    }
+    let adjusted = stats::holm(&raw.iter().map(|(_, _, p)| *p).collect::<Vec<_>>());
+    for ((row, family, _), p) in raw.into_iter().zip(adjusted) {
+        *families[family](&mut changes[row]) = Some(p);
     }
 }
 
@@ -263,9 +384,38 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
     warnings
 }
 
-/// The cost of one memcg level in both files, and its change with a 95% interval (the two
-/// runs independent: the half-widths add in quadrature), per workload, mode and task count.
-pub fn level_changes(base: &RunFile, new: &RunFile) -> Vec<String> {
+/// What `differences` says of the sides' first files, and what each side's units are: a run
+/// of one cgroup instance tests nothing alone.
+pub fn side_warnings(base: &Side, new: &Side) -> Vec<String> {
+    let mut warnings = differences(&base[0], &new[0]);
+    for side in [base, new] {
+        if let [only] = side
+            && only.units() < 2
+        {
+            warnings.push(format!(
+                "{}: one run of one cgroup instance (a run under 5 s makes one crew generation): its interval is its slices', which share that instance's cost and say nothing of the next run's, so its rows are not tested (?); measure 5 s or more, or give several runs a side (FILE,FILE,...)",
+                only.name
+            ));
+        }
+    }
+    if base.len() > 1 || new.len() > 1 {
+        warnings.push(format!(
+            "{} run(s) against {}: each run is one value, tested over the runs",
+            base.len(),
+            new.len()
+        ));
+    }
+    warnings
+}
+
+/// The cost of one memcg level on both sides, and its change with a 95% interval per workload,
+/// mode and task count: from one run a side, the runs' own intervals (the half-widths add in
+/// quadrature); from several, the runs' figures (Welch's t over the runs).
+pub fn level_changes(base: &Side, new: &Side) -> Vec<String> {
+    if base.len() > 1 || new.len() > 1 {
+        return level_changes_over_runs(base, new);
+    }
+    let (base, new) = (&base[0], &new[0]);
     let mut lines = Vec::new();
     for (key, b) in &base.per_level {
         let Some(n) = new.per_level.get(key) else { continue };
@@ -292,6 +442,35 @@ pub fn level_changes(base: &RunFile, new: &RunFile) -> Vec<String> {
     lines
 }
 
+/// `level_changes` with several runs on a side: each run's figure one value.
+fn level_changes_over_runs(base: &Side, new: &Side) -> Vec<String> {
+    let mut lines = Vec::new();
+    for key in base[0].per_level.keys() {
+        let figures = |side: &Side| -> Vec<f64> {
+            side.iter().filter_map(|file| file.per_level.get(key)).map(|f| f.ns_per_fault).collect()
+        };
+        let (b, n) = (figures(base), figures(new));
+        let (Some(mean_b), Some(mean_n)) = (summarize(&b), summarize(&n)) else { continue };
+        let interval = match stats::difference(&b, &n) {
+            Some(c) => {
+                let verdict = if c.p < 0.05 { "significant" } else { "not significant" };
+                format!(" (95% CI {:+.1} to {:+.1}, {verdict}, over {} and {} runs)", c.low, c.high, b.len(), n.len())
+            }
+            None => format!(" (not tested: {} and {} runs)", b.len(), n.len()),
+        };
+        lines.push(format!(
+            "each memcg level ({} {} {}): {:.1} -> {:.1} ns/fault, change {:+.1} ns{interval}",
+            key.0,
+            key.1,
+            crate::text::plural(key.2 as usize, "task"),
+            mean_b.mean,
+            mean_n.mean,
+            mean_n.mean - mean_b.mean
+        ));
+    }
+    lines
+}
+
 /// Up to five row labels, then how many more: a sweep's hundred rows stay one line.
 fn named(labels: &[String]) -> String {
     const MOST: usize = 5;
@@ -306,16 +485,21 @@ mod tests {
     use super::*;
     use crate::results::RunFile;
 
-    const HEADER: &str =
-        "run_id,kernel,host,cgroup_version,workload,mode,tasks,placement,repetition,cpu,faults_per_sec,ratio_vs_root\n";
+    const HEADER: &str = "run_id,kernel,host,cgroup_version,workload,mode,tasks,placement,repetition,cpu,faults_per_sec,ratio_vs_root,generation\n";
+
+    /// Each side one run, as a slice.
+    fn one(file: &RunFile) -> &Side {
+        std::slice::from_ref(file)
+    }
 
     fn csv_file(name: &str, kernel: &str, rows: &[(&str, u32, f64, f64)]) -> RunFile {
         let mut text = HEADER.to_string();
         for (placement, round, rate, ratio) in rows {
-            // Each file its own run: the run_id is the file's name.
-            text += &format!("{name},{kernel},h,v1,anon,process,2,{placement},{round},,{rate},{ratio}\n");
+            // Each file its own run: the run_id is the file's name; each round its own
+            // generation (cgroup instance).
+            text += &format!("{name},{kernel},h,v1,anon,process,2,{placement},{round},,{rate},{ratio},{round}\n");
             // A per-CPU row that must be ignored.
-            text += &format!("{name},{kernel},h,v1,anon,process,2,{placement},{round},0,1,\n");
+            text += &format!("{name},{kernel},h,v1,anon,process,2,{placement},{round},0,1,,{round}\n");
         }
         RunFile::from_csv(name.into(), &text).unwrap()
     }
@@ -332,7 +516,7 @@ mod tests {
         (base.name, new.name) = ("a.csv".into(), "b.csv".into());
         base.per_level.insert(key.clone(), figure(20.0, 3.0));
         new.per_level.insert(key.clone(), figure(30.0, 4.0));
-        let lines = level_changes(&base, &new);
+        let lines = level_changes(one(&base), one(&new));
         // Half-widths 3 and 4 add to 5: a change of 10 is outside +-5.
         assert_eq!(
             lines,
@@ -341,8 +525,8 @@ mod tests {
             ]
         );
         new.per_level.insert(key, figure(24.0, 4.0));
-        assert!(level_changes(&base, &new)[0].ends_with("not significant)"));
-        assert!(level_changes(&base, &RunFile::default()).is_empty());
+        assert!(level_changes(one(&base), one(&new))[0].ends_with("not significant)"));
+        assert!(level_changes(one(&base), one(&RunFile::default())).is_empty());
     }
 
     #[test]
@@ -372,7 +556,7 @@ mod tests {
                 ("child", 3, 800.0, 0.8),
             ],
         );
-        let changes = compare(&base, &new);
+        let changes = compare(one(&base), one(&new));
         assert_eq!(changes.len(), 2);
         let root = &changes[0];
         assert_eq!(root.placement, "root");
@@ -396,11 +580,11 @@ mod tests {
             csv_file("a.csv", "6.1", &[("root", 1, 100.0, 1.0), ("root", 2, 101.0, 1.0), ("root", 3, 99.0, 1.0)]);
         let new =
             csv_file("b.csv", "6.1", &[("root", 1, 120.0, 1.0), ("root", 2, 121.0, 1.0), ("root", 3, 119.0, 1.0)]);
-        let c = &compare(&base, &new)[0];
+        let c = &compare(one(&base), one(&new))[0];
         assert!(c.change_pct > 19.0 && c.significant == Significance::Yes);
         assert!(c.base_cv_pct.unwrap() > 0.0 && c.new_cv_pct.unwrap() > 0.0);
         let single = csv_file("c.csv", "6.1", &[("root", 1, 120.0, 1.0)]);
-        let c = &compare(&base, &single)[0];
+        let c = &compare(one(&base), one(&single))[0];
         assert_eq!(c.significant, Significance::Untested);
         // One slice has no spread: its CV is absent, not 0%.
         assert_eq!(c.new_cv_pct, None);
@@ -447,34 +631,35 @@ mod tests {
     fn memcg_cost_changes_are_tested_like_the_overhead() {
         let file = |name: &str, memcg: [f64; 3]| {
             let mut text = String::from(
-                "workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline,memcg_ns_per_fault\n",
+                "workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline,memcg_ns_per_fault,generation\n",
             );
             for (slice, ns) in memcg.iter().enumerate() {
-                text += &format!("anon,process,2,base,,{},,{ns}\n", 1000 + slice);
+                text += &format!("anon,process,2,base,,{},,{ns},{}\n", 1000 + slice, slice + 1);
             }
             RunFile::from_csv(name.into(), &text).unwrap()
         };
         let (base, worse) = (file("a.csv", [100.0, 102.0, 98.0]), file("b.csv", [130.0, 131.0, 129.0]));
-        let change = &compare(&base, &worse)[0];
+        let change = &compare(one(&base), one(&worse))[0];
         assert_eq!((change.base_memcg_ns, change.new_memcg_ns), (Some(100.0), Some(130.0)));
         assert!((change.memcg_ns_change.unwrap() - 30.0).abs() < 1e-9);
         assert!(change.memcg_ns_change_low.unwrap() > 0.0 && change.memcg_p_holm.unwrap() < 0.05);
-        let same = &compare(&base, &file("c.csv", [101.0, 99.0, 100.0]))[0];
+        let same = &compare(one(&base), one(&file("c.csv", [101.0, 99.0, 100.0])))[0];
         assert!(same.memcg_ns_change_low.unwrap() < 0.0 && same.memcg_ns_change_high.unwrap() > 0.0);
     }
 
     #[test]
     fn lkp_names_per_task_ops_and_scalability_at_the_largest_count() {
         let sweep = |name: &str, mode: &str, at_one: f64, at_four: f64| {
-            let mut text = String::from("workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline\n");
+            let mut text =
+                String::from("workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline,generation\n");
             for slice in 0..3 {
-                text += &format!("anon,{mode},1,base,,{},\n", at_one + slice as f64);
-                text += &format!("anon,{mode},4,base,,{},\n", at_four + slice as f64);
+                text += &format!("anon,{mode},1,base,,{},,{}\n", at_one + slice as f64, slice + 1);
+                text += &format!("anon,{mode},4,base,,{},,{}\n", at_four + slice as f64, slice + 1);
             }
             RunFile::from_csv(name.into(), &text).unwrap()
         };
         let (base, new) = (sweep("a.csv", "process", 100.0, 300.0), sweep("b.csv", "process", 100.0, 200.0));
-        let changes = compare(&base, &new);
+        let changes = compare(one(&base), one(&new));
         let at = |tasks: u64| changes.iter().find(|c| c.tasks == tasks).unwrap();
         assert_eq!(at(4).lkp_metric, "per_process_ops");
         assert!((at(4).base_per_task_ops - 301.0 / 4.0).abs() < 1e-9);
@@ -482,7 +667,88 @@ mod tests {
         assert!((at(4).base_scalability.unwrap() - 301.0 / 404.0).abs() < 1e-9);
         assert!((at(4).new_scalability.unwrap() - 201.0 / 404.0).abs() < 1e-9);
         assert_eq!((at(1).base_scalability, at(1).new_scalability), (None, None));
-        let threads = compare(&sweep("c.csv", "thread", 1.0, 2.0), &sweep("d.csv", "thread", 1.0, 2.0));
+        let threads = compare(one(&sweep("c.csv", "thread", 1.0, 2.0)), one(&sweep("d.csv", "thread", 1.0, 2.0)));
         assert!(threads.iter().all(|c| c.lkp_metric == "per_thread_ops"));
+    }
+
+    /// A synthetic run of a baseline and a child: `units` cgroup instances of 50 rounds, the
+    /// child's overhead 1.1 off by each instance's own offset (SD 0.3%) and each round's noise
+    /// (1%); the machine's speed off by the run's own (SD 1%) and each instance's (0.3%).
+    fn synthetic_file(name: &str, seed: u64, units: u32) -> RunFile {
+        let mut state = seed * 2 + 1;
+        let mut gauss = move || {
+            let mut sum = 0.0;
+            for _ in 0..12 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                sum += (state >> 11) as f64 / (1u64 << 53) as f64;
+            }
+            sum - 6.0
+        };
+        let mut file = RunFile::default();
+        (file.name, file.run_id) = (name.into(), Some(name.into()));
+        let (base, child) =
+            (crate::results::key("anon", "process", 2, "base"), crate::results::key("anon", "process", 2, "child"));
+        let speed = 0.01 * gauss();
+        let mut round = 0;
+        for unit in 1..=units {
+            let (instance, instance_speed) = (0.003 * gauss(), 0.003 * gauss());
+            for _ in 0..50 {
+                round += 1;
+                let rate = 1e6 * (speed + instance_speed + 0.01 * gauss()).exp();
+                let overhead = 1.1 * (instance + 0.01 * gauss()).exp();
+                file.rates.entry(base.clone()).or_default().push(Placed { unit, round, value: rate });
+                file.rates.entry(child.clone()).or_default().push(Placed { unit, round, value: rate / overhead });
+                file.overheads.entry(child.clone()).or_default().push(Placed { unit, round, value: overhead });
+            }
+        }
+        file
+    }
+
+    fn any_significant(changes: &[Change]) -> bool {
+        changes.iter().any(|c| {
+            c.significant == Significance::Yes
+                || [c.overhead_p_holm, c.memcg_p_holm].iter().any(|p| p.is_some_and(|p| p < 0.05))
+        })
+    }
+
+    #[test]
+    fn two_runs_of_one_kernel_are_rarely_called_different() {
+        // A/A pairs of one run a side with 8 instances each (the run's own interval over its
+        // instances, so the machine's speed between runs is beyond it: its rates need runs),
+        // and of 4 runs a side: every row included, any row significant in about 5% of pairs.
+        let (mut one_run, mut four_runs) = (0, 0);
+        for pair in 0..200u64 {
+            let (a, b) = (synthetic_file("a", pair * 2 + 1, 8), synthetic_file("b", pair * 2 + 2, 8));
+            let overhead = &compare(one(&a), one(&b))[1];
+            assert_eq!((overhead.base_runs, overhead.new_runs), (1, 1));
+            one_run += usize::from(overhead.overhead_p_holm.unwrap() < 0.05);
+            let side = |seed: u64| -> Vec<RunFile> {
+                (0..4).map(|run| synthetic_file(&format!("r{seed}-{run}"), seed * 100 + run, 8)).collect()
+            };
+            let changes = compare(&side(pair * 2 + 1000), &side(pair * 2 + 1001));
+            assert_eq!((changes[0].base_runs, changes[0].new_runs), (4, 4));
+            four_runs += usize::from(any_significant(&changes));
+        }
+        assert!(one_run <= 20, "one run a side: the overhead significant in {one_run} of 200 A/A pairs");
+        assert!(four_runs <= 20, "four runs a side: a row significant in {four_runs} of 200 A/A pairs");
+        // A 3% change of the overhead is found from one run a side.
+        let (a, mut b) = (synthetic_file("a", 7, 8), synthetic_file("b", 8, 8));
+        for placed in b.overheads.values_mut().flatten() {
+            placed.value *= 1.03;
+        }
+        assert!(compare(one(&a), one(&b))[1].overhead_p_holm.unwrap() < 0.05);
+    }
+
+    #[test]
+    fn one_run_of_one_instance_is_not_tested() {
+        let (a, b) = (synthetic_file("a", 1, 1), synthetic_file("b", 2, 8));
+        let changes = compare(one(&a), one(&b));
+        assert!(changes.iter().all(|c| c.significant == Significance::Untested && c.overhead_p_holm.is_none()));
+        assert!(side_warnings(one(&a), one(&b)).iter().any(|w| w.starts_with("a: one run of one cgroup instance")));
+        // Two such runs a side are two units.
+        let two = [synthetic_file("c", 3, 1), synthetic_file("d", 4, 1)];
+        assert!(compare(&two, &two)[1].overhead_p_holm.is_some());
     }
 }

@@ -208,10 +208,22 @@ impl Timing {
     }
 }
 
-/// --generations auto: 4 from this many rounds on (each generation at least 10 rounds, as the
-/// disturbed-slice rule wants), else 1.
+/// --generations auto: from this many rounds on, one generation per AUTO_ROUNDS_PER_GENERATION
+/// rounds, at least AUTO_GENERATIONS_LEAST and at most AUTO_GENERATIONS_MOST (each generation
+/// at least 10 rounds, as the disturbed-slice rule wants); below, 1. Each generation is one
+/// cgroup instance and one set of workers, the unit the intervals are taken over: 8 in a 10 s
+/// run give an interval at 7 degrees of freedom for about 0.5 s of set-up.
 const AUTO_GENERATIONS_FROM: u32 = 40;
-const AUTO_GENERATIONS: u32 = 4;
+const AUTO_ROUNDS_PER_GENERATION: u32 = 50;
+const AUTO_GENERATIONS_LEAST: u32 = 4;
+const AUTO_GENERATIONS_MOST: u32 = 16;
+
+fn auto_generations(rounds: u32) -> u32 {
+    match rounds >= AUTO_GENERATIONS_FROM {
+        true => (rounds / AUTO_ROUNDS_PER_GENERATION).clamp(AUTO_GENERATIONS_LEAST, AUTO_GENERATIONS_MOST),
+        false => 1,
+    }
+}
 
 /// `--generations`: how many times each placement's crew is made anew over the rounds. Fixed
 /// work makes a crew per slice already.
@@ -219,7 +231,7 @@ fn generations(args: &RunArgs, timing: &Timing) -> Result<u32> {
     let rounds = timing.slices * timing.repeat;
     match args.generations.trim() {
         "auto" if timing.iterations.is_some() => Ok(1),
-        "auto" => Ok(if rounds >= AUTO_GENERATIONS_FROM { AUTO_GENERATIONS } else { 1 }),
+        "auto" => Ok(auto_generations(rounds)),
         _ if timing.iterations.is_some() => {
             bail!(
                 "--generations {}: --iterations makes new workers for every slice already; drop --generations",
@@ -518,13 +530,15 @@ mod tests {
     }
 
     #[test]
-    fn generations_are_four_from_40_rounds_one_below_and_none_for_fixed_work() {
+    fn generations_are_one_per_50_rounds_from_40_within_4_to_16_and_none_for_fixed_work() {
         use clap::Parser;
         let of = |args: &[&str]| {
             let cli = cli::Cli::parse_from([&["faultscale"][..], args].concat());
             generations(&cli.run, &Timing::from_args(&cli.run).unwrap())
         };
-        assert_eq!(of(&["--duration", "10"]).unwrap(), 4, "400 rounds");
+        assert_eq!(of(&["--duration", "10"]).unwrap(), 8, "400 rounds");
+        assert_eq!(of(&["--duration", "5"]).unwrap(), 4, "200 rounds");
+        assert_eq!(of(&["--duration", "60"]).unwrap(), 16, "2400 rounds");
         assert_eq!(of(&["--duration", "1"]).unwrap(), 1, "one round: one crew");
         assert_eq!(of(&["--duration", "2", "--slices", "20", "--repeat", "2"]).unwrap(), 4);
         assert_eq!(of(&["--duration", "2", "--slices", "39"]).unwrap(), 1);

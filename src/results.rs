@@ -9,6 +9,8 @@ use anyhow::{Context, Result, anyhow, bail};
 pub mod row;
 use row::Row;
 
+use crate::stats::Placed;
+
 /// Rows match on these.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Key {
@@ -47,16 +49,18 @@ impl Key {
 #[derive(Debug, Default)]
 pub struct RunFile {
     pub name: String,
-    pub rates: BTreeMap<Key, Vec<f64>>,
+    /// Per slice, in the order measured, each with its generation (`Placed::unit`; 1 in files
+    /// from before the column) and its place in that order (`Placed::round`).
+    pub rates: BTreeMap<Key, Vec<Placed>>,
     /// The placement's cost per fault over the baseline's, per slice: from the cost on CPU
     /// where the file has it, else (files from before, or without schedstat) from throughput.
-    pub overheads: BTreeMap<Key, Vec<f64>>,
+    pub overheads: BTreeMap<Key, Vec<Placed>>,
     /// Baseline rate / placement rate, per slice (what `overheads` held before on-CPU times).
-    pub throughputs: BTreeMap<Key, Vec<f64>>,
+    pub throughputs: BTreeMap<Key, Vec<Placed>>,
     /// Rows whose overhead is not from the cost on CPU (no cpu_ns_per_fault in the row).
     pub without_cpu_cost: std::collections::BTreeSet<Key>,
     /// --profile: the memcg family's CPU ns per fault, per slice.
-    pub memcg_ns: BTreeMap<Key, Vec<f64>>,
+    pub memcg_ns: BTreeMap<Key, Vec<Placed>>,
     /// Per row key, the settings that must agree for two files' rows to be compared.
     pub settings: BTreeMap<Key, BTreeMap<&'static str, String>>,
     /// Some rows come from a run a signal ended early.
@@ -334,7 +338,19 @@ impl RunFile {
     /// One summary row: its rate and, for a placement, its overhead, its throughput ratio (the
     /// overhead itself in files from before it had its own column), and whether the overhead
     /// came from the cost on CPU.
-    fn add(&mut self, key: Key, rate: f64, overhead: Option<f64>, throughput: Option<f64>, cpu_cost: bool) {
+    fn add(
+        &mut self,
+        key: Key,
+        generation: u32,
+        rate: f64,
+        overhead: Option<f64>,
+        throughput: Option<f64>,
+        cpu_cost: bool,
+    ) {
+        let rates = self.rates.entry(key.clone()).or_default();
+        let placed = |value: f64| Placed { unit: generation, round: rates.len() as u32 + 1, value };
+        let (rate, overhead, throughput) = (placed(rate), overhead.map(placed), throughput.map(placed));
+        rates.push(rate);
         if !key.placement.is_baseline() {
             if let Some(overhead) = overhead {
                 self.overheads.entry(key.clone()).or_default().push(overhead);
@@ -343,10 +359,14 @@ impl RunFile {
                 self.throughputs.entry(key.clone()).or_default().push(throughput);
             }
             if !cpu_cost {
-                self.without_cpu_cost.insert(key.clone());
+                self.without_cpu_cost.insert(key);
             }
         }
-        self.rates.entry(key).or_default().push(rate);
+    }
+
+    /// The place the next slice of `key` takes (`add`'s), for a figure read beside its rate.
+    fn next_place(&self, key: &Key, generation: u32, value: f64) -> Placed {
+        Placed { unit: generation, round: self.rates.get(key).map_or(0, Vec::len) as u32 + 1, value }
     }
 
     pub fn from_csv(name: String, text: &str) -> Result<Self> {
@@ -471,12 +491,22 @@ impl RunFile {
         if !row.run_complete {
             self.incomplete = true;
         }
+        let generation = row.generation.unwrap_or(1);
         if let Some(value) = memcg_ns {
-            self.memcg_ns.entry(k.clone()).or_default().push(value);
+            let placed = self.next_place(&k, generation, value);
+            self.memcg_ns.entry(k.clone()).or_default().push(placed);
         }
         let throughput = row.throughput_vs_baseline.map(|v| number("throughput_vs_baseline", v)).transpose()?;
-        self.add(k, rate, overhead, throughput, row.cpu_ns_per_fault.is_some());
+        self.add(k, generation, rate, overhead, throughput, row.cpu_ns_per_fault.is_some());
         Ok(())
+    }
+
+    /// The cgroup instances (crew generations) the file's slices came from: the fewest of any
+    /// row, 1 for a file from before generations were written.
+    pub fn units(&self) -> usize {
+        let count =
+            |placed: &Vec<Placed>| placed.iter().map(|p| p.unit).collect::<std::collections::BTreeSet<_>>().len();
+        self.rates.values().map(count).min().unwrap_or(0)
     }
 
     /// What the file's rates count, for an axis: `faults/s`, `ops/s`, or `faults/s or ops/s`
@@ -654,10 +684,17 @@ impl RunFile {
             (value, _) => Some(number("overhead_vs_baseline", value)?),
         };
         let k = key(workload, mode, tasks, placement);
+        let generation = match &m["generation"] {
+            serde_json::Value::Null => 1,
+            value => value.as_u64().and_then(|g| u32::try_from(g).ok()).filter(|g| *g > 0).ok_or_else(|| {
+                anyhow!("{name}: {placement}: generation {value} is not a generation number; is this a faultscale --json file?")
+            })?,
+        };
         // Checked as the CSV's is: finite, not negative, within what a machine measures.
         if !m["memcg_ns_per_fault"].is_null() {
             let value = number("memcg_ns_per_fault", &m["memcg_ns_per_fault"])?;
-            self.memcg_ns.entry(k.clone()).or_default().push(value);
+            let placed = self.next_place(&k, generation, value);
+            self.memcg_ns.entry(k.clone()).or_default().push(placed);
         }
         let row_settings = self.settings.entry(k.clone()).or_default();
         for setting in SETTINGS {
@@ -677,7 +714,7 @@ impl RunFile {
             serde_json::Value::Null => None,
             value => Some(number("throughput_vs_baseline", value)?),
         };
-        self.add(k, rate, overhead, throughput, m["cpu_ns_per_fault"].is_number());
+        self.add(k, generation, rate, overhead, throughput, m["cpu_ns_per_fault"].is_number());
         Ok(())
     }
 
@@ -728,8 +765,8 @@ mod tests {
                    r,anon,process,2,root,0,,1000,1\nr,anon,process,2,child,1,,900,0.9\n";
         let file = RunFile::from_csv("old.csv".into(), old).unwrap();
         let child = key("anon", "process", 2, "child");
-        assert_eq!(file.rates[&child], [900.0]);
-        assert!((file.overheads[&child][0] - 1.0 / 0.9).abs() < 1e-12);
+        assert_eq!(crate::stats::values(&file.rates[&child]), [900.0]);
+        assert!((file.overheads[&child][0].value - 1.0 / 0.9).abs() < 1e-12);
         assert_eq!(file.depths["child"], 1);
         assert!(!file.incomplete, "no run_complete column: a complete run");
         assert!(file.settings[&child].is_empty() && file.facts.is_empty(), "no columns, no settings or facts");

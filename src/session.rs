@@ -44,7 +44,9 @@ pub fn run(
 struct Session {
     hierarchy: Hierarchy,
     tree: Tree,
-    leaves: Vec<Leaf>,
+    /// Per crew generation, one leaf per placement: each generation measures in cgroups of
+    /// its own.
+    leaves: Vec<Vec<Leaf>>,
     files: Option<RunFiles>,
     report: Report,
 }
@@ -72,15 +74,19 @@ impl Session {
                 siblings: p.siblings,
             })
             .collect();
-        let built_leaves = tree.build_all(&specs)?;
-        let baseline_leaf = built.iter().position(|p| p.is_baseline()).map(|i| built_leaves[i].clone());
-        let mut built_leaves = built_leaves.into_iter();
-        let leaves: Vec<Leaf> = plan
-            .placements
-            .iter()
-            .map(|p| match p.control {
-                true => baseline_leaf.clone().expect("options refuse a control without a baseline"),
-                false => built_leaves.next().expect("one leaf per built placement"),
+        let instances = tree.build_instances(&specs, plan.generations)?;
+        let leaves: Vec<Vec<Leaf>> = instances
+            .into_iter()
+            .map(|built_leaves| {
+                let baseline_leaf = built.iter().position(|p| p.is_baseline()).map(|i| built_leaves[i].clone());
+                let mut built_leaves = built_leaves.into_iter();
+                plan.placements
+                    .iter()
+                    .map(|p| match p.control {
+                        true => baseline_leaf.clone().expect("options refuse a control without a baseline"),
+                        false => built_leaves.next().expect("one leaf per built placement"),
+                    })
+                    .collect()
             })
             .collect();
         let env = Environment::capture(
@@ -94,7 +100,7 @@ impl Session {
         );
         // Named before looking for other runs' harnesses, so another run can see this one.
         run::set_process_name(run::HARNESS_NAME);
-        let mut warnings = setup_warnings(&plan, &tree, &leaves, &hierarchy);
+        let mut warnings = setup_warnings(&plan, &tree, &leaves[0], &hierarchy);
         let files = plan
             .workload
             .needs_files()
@@ -237,7 +243,7 @@ fn schedule(plan: &Plan) -> Vec<Scheduled> {
 /// cut short flagged, in no figure).
 fn measure_all(
     report: &mut Report,
-    leaves: &[Leaf],
+    leaves: &[Vec<Leaf>],
     slicer: &mut dyn Slicer,
     progress: &mut dyn Progress,
     checkpoint: &mut dyn FnMut(&Report),
@@ -269,7 +275,8 @@ fn measure_all(
             ),
             (slices.len() - sequence - 1) as f64 * per_slice_s,
         );
-        let leaf = &leaves[slice.placement];
+        let generation = report.plan.generation_of(slice.round);
+        let leaf = &leaves[generation as usize][slice.placement];
         let spec = slice_spec(&report.plan, leaves, slice);
         let mut notices = Vec::new();
         let measured = slicer.measure(&spec, &mut |notice| notices.push(notice), progress);
@@ -282,6 +289,7 @@ fn measure_all(
                     leaf: leaf.clone(),
                     tasks,
                     round,
+                    generation: generation + 1,
                     sequence,
                     run,
                     round_complete: true,
@@ -302,7 +310,7 @@ fn measure_all(
                 let reason = match e.downcast::<WorkerDied>() {
                     Ok(died) => {
                         let sigbus = died.signal == Some(libc::SIGBUS);
-                        let reason = oom.explain(slice.placement, died, slicer);
+                        let reason = oom.explain(leaf, died, slicer);
                         if sigbus { file_space(reason, &report.plan) } else { reason }
                     }
                     Err(e) => format!("{e:#}"),
@@ -316,8 +324,8 @@ fn measure_all(
 }
 
 /// What a scheduled slice measures.
-fn slice_spec<'a>(plan: &Plan, leaves: &'a [Leaf], slice: Scheduled) -> SliceSpec<'a> {
-    let leaf = &leaves[slice.placement];
+fn slice_spec<'a>(plan: &Plan, leaves: &'a [Vec<Leaf>], slice: Scheduled) -> SliceSpec<'a> {
+    let leaf = &leaves[plan.generation_of(slice.round) as usize][slice.placement];
     SliceSpec {
         placement: slice.placement,
         cpus: cpus_for_tasks(&plan.cpus, slice.tasks),
@@ -332,7 +340,7 @@ fn slice_spec<'a>(plan: &Plan, leaves: &'a [Leaf], slice: Scheduled) -> SliceSpe
 /// placement's slices; a stop signal ends the run.
 fn set_up_all(
     report: &mut Report,
-    leaves: &[Leaf],
+    leaves: &[Vec<Leaf>],
     slicer: &mut dyn Slicer,
     tasks: usize,
     round: u32,
@@ -389,21 +397,19 @@ fn file_space(reason: String, plan: &Plan) -> String {
 
 /// Each leaf's memcg oom_kill counter as last seen, so a worker's death can be blamed on the
 /// OOM killer from the memcg's own count, not a guess.
-struct OomCounts<'a> {
-    leaves: &'a [Leaf],
-    seen: HashMap<usize, u64>,
+struct OomCounts {
+    seen: HashMap<std::path::PathBuf, u64>,
 }
 
-impl<'a> OomCounts<'a> {
-    fn new(leaves: &'a [Leaf], slicer: &dyn Slicer) -> Self {
-        let seen = leaves.iter().enumerate().map(|(i, leaf)| (i, slicer.oom_kills(leaf))).collect();
-        OomCounts { leaves, seen }
+impl OomCounts {
+    fn new(leaves: &[Vec<Leaf>], slicer: &dyn Slicer) -> Self {
+        let seen = leaves.iter().flatten().map(|leaf| (leaf.fs_path.clone(), slicer.oom_kills(leaf))).collect();
+        OomCounts { seen }
     }
 
-    fn explain(&mut self, index: usize, died: WorkerDied, slicer: &dyn Slicer) -> String {
-        let leaf = &self.leaves[index];
+    fn explain(&mut self, leaf: &Leaf, died: WorkerDied, slicer: &dyn Slicer) -> String {
         let kills = slicer.oom_kills(leaf);
-        let seen = self.seen.entry(index).or_insert(0);
+        let seen = self.seen.entry(leaf.fs_path.clone()).or_insert(0);
         let reason = if kills > *seen {
             format!("{}; the OOM killer ran in {} (oom_kill {kills})", died.why, leaf.cgroup_path)
         } else {

@@ -140,10 +140,12 @@ impl Tree {
         Ok(())
     }
 
-    /// Creates every placement's cgroups up front, so any cgroup error ends the run before a
-    /// worker exists. Every knob is mapped to this version first, so a profile that cannot be
-    /// built here fails before anything is created.
-    pub fn build_all(&mut self, placements: &[LeafSpec]) -> Result<Vec<Leaf>> {
+    /// Creates every placement's cgroups up front, `instances` sets of them (one per crew
+    /// generation, `...-<label>-g<N>` where more than one, all alive together so no instance
+    /// reuses another's freed memory), so any cgroup error ends the run before a worker
+    /// exists. Every knob is mapped to this version first, so a profile that cannot be built
+    /// here fails before anything is created. One `Vec<Leaf>` per instance.
+    pub fn build_instances(&mut self, placements: &[LeafSpec], instances: u32) -> Result<Vec<Vec<Leaf>>> {
         for (i, a) in placements.iter().enumerate() {
             if let Some(b) = placements[i + 1..].iter().find(|b| dir_label(b.label) == dir_label(a.label)) {
                 return Err(usage::usage(anyhow!(
@@ -163,7 +165,12 @@ impl Tree {
         if self.hierarchy.version == Version::V2 {
             self.prepare_v2_base()?;
         }
-        placements.iter().map(|p| self.build(p)).collect()
+        (1..=instances.max(1))
+            .map(|instance| {
+                let suffix = if instances > 1 { format!("-g{instance}") } else { String::new() };
+                placements.iter().map(|p| self.build(p, &suffix)).collect()
+            })
+            .collect()
     }
 
     /// v2: the base must offer memory; below the true root it must hold no process but
@@ -207,7 +214,7 @@ impl Tree {
         Ok(())
     }
 
-    fn build(&mut self, placement: &LeafSpec) -> Result<Leaf> {
+    fn build(&mut self, placement: &LeafSpec, suffix: &str) -> Result<Leaf> {
         if placement.levels.is_empty() && !self.baseline_in_leaf {
             return Ok(Leaf {
                 fs_path: self.base.clone(),
@@ -217,7 +224,7 @@ impl Tree {
         }
         // From the top down, each directory with its knobs; the baseline-depth sibling that
         // tops a placement on v2 below the root has none.
-        let top = self.base.join(format!("{}-{}", self.run_name, dir_label(placement.label)));
+        let top = self.base.join(format!("{}-{}{suffix}", self.run_name, dir_label(placement.label)));
         let mut dirs: Vec<(PathBuf, &[Knob])> = Vec::new();
         if self.baseline_in_leaf {
             dirs.push((top.clone(), &[]));

@@ -23,7 +23,10 @@ pub fn write(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
     for c in changes {
         if c.new_file != file {
             file = &c.new_file;
-            writeln!(out, "[{file}]")?;
+            match (c.base_runs, c.new_runs) {
+                (1, 1) => writeln!(out, "[{file}]")?,
+                (base, new) => writeln!(out, "[{file}: {new} run(s) against {base}]")?,
+            }
         }
         writeln!(
             out,
@@ -46,10 +49,7 @@ pub fn write(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
             writeln!(out, "{:<width$}   memcg ns/fault {base:.1} -> {new:.1}: {change}", "")?;
         }
     }
-    writeln!(
-        out,
-        "* rate change significant at 95% (Welch's t); ? a side has one slice; CV = the rate's over the slices; ovh = placement/baseline CPU ns per fault (geometric mean over slices); its change is new/base, tested on the log overheads, p Holm-adjusted across the rows"
-    )?;
+    writeln!(out, "{}", super::COMPARISON_KEY)?;
     lkp_terms(out, changes)
 }
 

@@ -95,6 +95,7 @@ fn slice_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
         iterations_per_task: report.plan.iterations,
         disturbance: m.disturbance().map(round6),
         round_complete: m.round_complete,
+        generation: Some(m.generation),
         counted: report.counted(m),
         ns_per_level: level.map(|l| round6(l.ns_per_fault)),
         ns_per_level_low: level.and_then(|l| l.low).map(round6),
@@ -175,6 +176,10 @@ fn knobs_of(report: &Report, m: &Measurement) -> String {
         .knobs
         .iter()
         .filter(|k| k.placement == m.placement.name)
+        // Each generation's own cgroups: the leaf's levels, not another instance's.
+        .filter(|k| {
+            m.leaf.cgroup_path == k.cgroup_path || m.leaf.cgroup_path.starts_with(&format!("{}/", k.cgroup_path))
+        })
         .map(|k| {
             let level = m.placement.depth as usize - (leaf_levels - k.cgroup_path.matches('/').count());
             format!("level{level}:{}={}", k.file, k.written)

@@ -105,8 +105,14 @@ fn golden_run_outputs() {
 
 #[test]
 fn golden_compare_and_plot() {
-    let base = synthetic_report(&[(100_000.0, 90_000.0), (101_000.0, 91_000.0), (99_000.0, 90_500.0)]);
+    let mut base = synthetic_report(&[(100_000.0, 90_000.0), (101_000.0, 91_000.0), (99_000.0, 90_500.0)]);
     let mut new = synthetic_report(&[(100_000.0, 85_000.0), (100_500.0, 86_000.0), (99_500.0, 85_500.0)]);
+    // Each round measured by a generation of its own: three cgroup instances a run, which
+    // compare tests over.
+    for report in [&mut base, &mut new] {
+        report.plan.generations = 3;
+        report.measurements.iter_mut().for_each(|m| m.generation = m.round);
+    }
     // Another run: two files of one run are warned of.
     new.env.run_id = "4243-0000abcd".into();
     let csv_of = |report: &Report| {
@@ -117,7 +123,7 @@ fn golden_compare_and_plot() {
     let new_csv = RunFile::from_csv("new.csv".into(), &csv_of(&new)).unwrap();
     let new_json = RunFile::from_json("new.json".into(), &json_of(&new)).unwrap();
     for (name, new_file) in [("csv", &new_csv), ("json", &new_json)] {
-        let changes = compare::compare(&base_csv, new_file);
+        let changes = compare::compare(std::slice::from_ref(&base_csv), std::slice::from_ref(new_file));
         for (format, extension) in [(Format::Table, "table"), (Format::Csv, "csv"), (Format::Markdown, "md")] {
             golden(&format!("compare-{name}.{extension}"), &render(|out| export::comparison(out, &changes, format)));
         }
@@ -152,12 +158,12 @@ fn compare_takes_the_overhead_from_cpu_cost_only_where_both_files_have_it() {
     .unwrap();
     // Both with on-CPU times: the child's CPU cost is about the baseline's (99.4%), not the
     // 111.1% its throughput says.
-    let both = compare::compare(&with_cpu, &with_cpu);
+    let both = compare::compare(std::slice::from_ref(&with_cpu), std::slice::from_ref(&with_cpu));
     let child = both.iter().find(|c| c.placement == "child").unwrap();
     assert!((child.base_overhead_pct.unwrap() - 99.4).abs() < 0.1, "{:?}", child.base_overhead_pct);
     assert!(compare::differences(&with_cpu, &with_cpu).iter().all(|d| !d.contains("on-CPU")));
     // One file without: both sides from throughput, and said so.
-    let mixed = compare::compare(&without, &with_cpu);
+    let mixed = compare::compare(std::slice::from_ref(&without), std::slice::from_ref(&with_cpu));
     let child = mixed.iter().find(|c| c.placement == "child").unwrap();
     assert!((child.new_overhead_pct.unwrap() - 111.1).abs() < 0.1, "{:?}", child.new_overhead_pct);
     assert!((child.base_overhead_pct.unwrap() - 111.1).abs() < 0.1, "{:?}", child.base_overhead_pct);

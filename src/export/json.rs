@@ -35,6 +35,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
                 "depth": m.placement.depth,
                 "cgroup_path": m.leaf.cgroup_path,
                 "round": m.round,
+                "generation": m.generation,
                 "repetition": plan.repetition_of(m.round),
                 "slice": plan.slice_of(m.round),
                 "sequence": m.sequence,

@@ -30,10 +30,7 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
         ];
         writeln!(out, "| {} |", cells.join(" | "))?;
     }
-    writeln!(
-        out,
-        "\n`*` rate change significant at 95% (Welch's t); `?` a side has one slice. CV = the rate's over the slices. Overhead = placement/baseline CPU ns per fault, geometric mean over slices; its change is new/base, tested on the log overheads, p Holm-adjusted across the rows."
-    )?;
+    writeln!(out, "\n{}", super::COMPARISON_KEY)?;
     writeln!(out, "\nIn LKP's terms:\n\n| base | %change | new | metric | row |\n|---:|---:|---:|---|---|")?;
     for c in changes {
         let row =

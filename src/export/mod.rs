@@ -61,7 +61,10 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change], format: Format) -> Re
     }
 }
 
-/// `*` where the change is significant, `?` where a side has one slice.
+/// What compare's marks and figures mean, under its table and its markdown.
+const COMPARISON_KEY: &str = "* rate change significant at 95%, ? not tested (one run of one cgroup instance); tested on the logs with each side's standard error over its cgroup instances (crew generations), or over its runs where it has several; every p (rates, overheads) Holm-adjusted together; CV = the rate's over the slices; ovh = placement/baseline CPU ns per fault (geometric mean over slices); its change is new/base";
+
+/// `*` where the change is significant, `?` where a side cannot say what its next run gives.
 fn mark(change: &Change) -> &'static str {
     match change.significant {
         Significance::Yes => "*",
@@ -99,6 +102,9 @@ mod tests {
             tasks: 2,
             placement: "child".into(),
             new_file: "b.csv".into(),
+            base_runs: 1,
+            new_runs: 1,
+            rate_p_holm: Some(0.001),
             base_mean: 100_000.0,
             new_mean: 90_000.0,
             change_pct: -10.0,
@@ -127,7 +133,7 @@ mod tests {
             (Format::Table, "-10.00%*"),
             (Format::Table, "        50,000    -10.0%         45,000  will-it-scale.per_process_ops"),
             (Format::Table, "0.9000    -10.0%         0.8100  will-it-scale.scalability"),
-            (Format::Csv, "anon,process,2,child,b.csv,100000.0,90000.0,-10.0,yes"),
+            (Format::Csv, "anon,process,2,child,b.csv,1,1,100000.0,90000.0,-10.0,yes,0.001"),
             (Format::Csv, "per_process_ops,50000.0,45000.0,0.9,0.81"),
             (Format::Markdown, "| -10.00%* |"),
             (Format::Markdown, "| 50000 | -10.0% | 45000 | will-it-scale.per_process_ops |"),

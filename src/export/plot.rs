@@ -80,7 +80,7 @@ fn series(file: &RunFile, chart: Chart, per_task: bool) -> BTreeMap<String, Vec<
                 (format!("{}{}", scope(file, key), crate::text::plural(key.tasks as usize, "task")), 0)
             }
         };
-        gathered.entry(name).or_default().entry(x).or_default().extend(rates.iter().map(|r| r / scale));
+        gathered.entry(name).or_default().entry(x).or_default().extend(rates.iter().map(|r| r.value / scale));
     }
     gathered
         .into_iter()
@@ -253,8 +253,9 @@ where
         .iter()
         .filter(|(k, _)| k.tasks == tasks)
         .filter_map(|(k, rates)| {
-            let s = summarize(rates)?;
-            let overhead = file.overheads.get(k).and_then(|o| geometric_interval(o)).map(|i| i.mean);
+            let s = summarize(&crate::stats::values(rates))?;
+            let overhead =
+                file.overheads.get(k).and_then(|o| geometric_interval(&crate::stats::values(o))).map(|i| i.mean);
             Some((
                 format!("{}{}", scope(file, k), k.placement.name()),
                 s.mean / tasks as f64,

@@ -134,7 +134,17 @@ fn settings_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Re
     if let Some(files) = &report.files {
         writeln!(out, "files in {files}")?;
     }
+    let instances = match report.plan.generations {
+        1 => String::new(),
+        n => format!(" (and in each of the {n} generations' cgroups)"),
+    };
+    // Every generation's cgroups get the same knobs: each is said once, at its first instance.
+    let mut said = std::collections::BTreeSet::new();
+    let levels = |path: &str| path.matches('/').count();
     for knob in &report.knobs {
+        if !said.insert((&knob.placement, levels(&knob.cgroup_path), &knob.file, &knob.written, &knob.read_back)) {
+            continue;
+        }
         let rounded = if knob.read_back != knob.written {
             format!(" (kernel reads back {})", knob.read_back)
         } else {
@@ -142,7 +152,7 @@ fn settings_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Re
         };
         writeln!(
             out,
-            "knob: {} {}/{} = {}{rounded}",
+            "knob: {} {}/{} = {}{rounded}{instances}",
             knob.placement,
             columns.shown(&knob.cgroup_path),
             knob.file,

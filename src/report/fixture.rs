@@ -84,6 +84,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
                 tasks: 2,
                 leaf: Leaf { fs_path: path.into(), cgroup_path: path.into(), siblings: Vec::new() },
                 round: index as u32 + 1,
+                generation: 1,
                 sequence,
                 run,
                 round_complete: true,

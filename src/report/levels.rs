@@ -1,6 +1,6 @@
 //! What one memcg level costs: CPU ns per fault fitted against depth over the plain
 //! placements (the baseline at depth 0, `child`, `nested:N`), round by round, with the
-//! interval of the rounds' slopes (`stats::block_mean`). With --profile the memcg family's ns
+//! interval of the rounds' slopes over the run's cgroup instances (`stats::unit_mean`). With --profile the memcg family's ns
 //! per fault is fitted the same way: it resolves a level where the total's noise hides it.
 
 use super::{Measurement, Report};
@@ -13,6 +13,9 @@ pub struct LevelFit {
     pub high: Option<f64>,
     /// Rounds whose slope went in.
     pub rounds: usize,
+    /// The cgroup instances (crew generations) whose spread the interval is from; 1: one
+    /// instance's rounds, which say nothing of the next run's.
+    pub units: usize,
 }
 
 /// The per-level cost at one task count.
@@ -50,7 +53,7 @@ impl Report {
 
     /// Per round, the slope of `cost` over depth among the plain placements counted in it.
     fn level_fit(&self, tasks: usize, cost: fn(&Measurement) -> Option<f64>) -> Option<LevelFit> {
-        let mut slopes: Vec<(u32, f64)> = Vec::new();
+        let mut slopes: Vec<crate::stats::Placed> = Vec::new();
         let rounds = self.measurements.iter().filter(|m| m.tasks == tasks).map(|m| m.round).max().unwrap_or(0);
         for round in 1..=rounds {
             let points: Vec<(f64, f64)> = self
@@ -64,15 +67,16 @@ impl Report {
                 })
                 .collect();
             if let Some(slope) = slope(&points) {
-                slopes.push((round, slope));
+                slopes.push(crate::stats::Placed { unit: self.plan.generation_of(round) + 1, round, value: slope });
             }
         }
-        let block = crate::stats::block_mean(&slopes)?;
+        let fit = crate::stats::unit_mean(&slopes)?;
         Some(LevelFit {
-            ns_per_fault: block.mean,
-            low: block.half_width.map(|h| block.mean - h),
-            high: block.half_width.map(|h| block.mean + h),
-            rounds: block.n,
+            ns_per_fault: fit.mean,
+            low: fit.half_width().map(|h| fit.mean - h),
+            high: fit.half_width().map(|h| fit.mean + h),
+            rounds: fit.n,
+            units: fit.units,
         })
     }
 

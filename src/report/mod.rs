@@ -28,6 +28,9 @@ pub struct Measurement {
     /// Workers in this measurement (the --tasks sweep's count).
     pub tasks: usize,
     pub round: u32,
+    /// The crew generation (1-based) that measured it: its own workers and its own cgroups,
+    /// the unit the run's intervals are taken over (`stats::unit_mean`).
+    pub generation: u32,
     /// Position of this measurement in the run (0-based), so the interleaving can be checked.
     pub sequence: usize,
     pub run: PlacementRun,
@@ -51,6 +54,11 @@ pub const DISTURBED_LEFT_OUT_UP_TO: f64 = 0.5;
 pub const MIN_ROUNDS_TO_LEAVE_OUT: u32 = 10;
 
 impl Measurement {
+    /// A figure of this slice in its place in the run: its generation and round.
+    pub fn placed(&self, value: f64) -> crate::stats::Placed {
+        crate::stats::Placed { unit: self.generation, round: self.round, value }
+    }
+
     /// The largest share of the slice any worker spent runnable but waiting for its CPU
     /// (schedstat's run_delay). None without schedstat, or where workers share a CPU by design
     /// (more tasks than CPUs: each waits its turn).

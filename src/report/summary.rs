@@ -19,11 +19,11 @@ impl Report {
             return None;
         }
         let child = self.plan.placements.iter().find(|p| p.name == "child" && p.siblings == 0)?;
-        let ratios: Vec<(u32, f64)> = self
+        let ratios: Vec<stats::Placed> = self
             .of(placement, tasks)
             .filter_map(|m| {
                 let other = self.of(child, tasks).find(|c| c.round == m.round)?;
-                (m.faults_per_sec() > 0.0).then(|| (m.round, other.faults_per_sec() / m.faults_per_sec()))
+                (m.faults_per_sec() > 0.0).then(|| m.placed(other.faults_per_sec() / m.faults_per_sec()))
             })
             .collect();
         stats::overhead_interval(&ratios)
@@ -162,8 +162,8 @@ impl Report {
     }
 
     fn throughput_interval(&self, placement: &Placement, tasks: usize) -> Option<stats::RatioInterval> {
-        let ratios: Vec<(u32, f64)> =
-            self.of(placement, tasks).filter_map(|m| Some((m.round, self.throughput_vs_baseline(m)?))).collect();
+        let ratios: Vec<stats::Placed> =
+            self.of(placement, tasks).filter_map(|m| Some(m.placed(self.throughput_vs_baseline(m)?))).collect();
         stats::overhead_interval(&ratios)
     }
 
@@ -193,8 +193,8 @@ impl Report {
             for placement in &self.plan.placements {
                 let rates: Vec<f64> = self.of(placement, tasks).map(Measurement::faults_per_sec).collect();
                 let Some(rate) = stats::summarize(&rates) else { continue };
-                let overheads: Vec<(u32, f64)> =
-                    self.of(placement, tasks).filter_map(|m| Some((m.round, self.overhead_vs_baseline(m)?))).collect();
+                let overheads: Vec<stats::Placed> =
+                    self.of(placement, tasks).filter_map(|m| Some(m.placed(self.overhead_vs_baseline(m)?))).collect();
                 let mean_seconds = |get: fn(&WorkerResult) -> u64| {
                     let runs: Vec<f64> = self
                         .of(placement, tasks)

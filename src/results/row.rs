@@ -119,6 +119,10 @@ pub struct Row {
     /// Empty on summary rows; on --per-cpu rows the worker's index in its slice (0-based), which
     /// tells apart two workers sharing a CPU. Last, so columns read by position keep theirs.
     pub worker: Option<usize>,
+    /// The crew generation (1-based) that measured the slice: its own workers and its own
+    /// cgroups, the unit the run's intervals are taken over (a file from before the column:
+    /// empty, one unit).
+    pub generation: Option<u32>,
 }
 
 impl Row {

@@ -190,9 +190,10 @@ fn root_and_child(slices: u32) -> (Report, Vec<Leaf>) {
 
 /// The loop and the conclusions, as `run` does them between set-up and the tree's removal.
 fn drive(report: &mut Report, leaves: &[Leaf], slicer: &mut FakeSlicer) -> Vec<usize> {
+    let leaves = vec![leaves.to_vec(); report.plan.generations as usize];
     let mut checkpoints = Vec::new();
     let mut progress = Recorded::default();
-    measure_all(report, leaves, slicer, &mut progress, &mut |r: &Report| checkpoints.push(r.measurements.len()));
+    measure_all(report, &leaves, slicer, &mut progress, &mut |r: &Report| checkpoints.push(r.measurements.len()));
     assert!(progress.cleared, "the progress display is cleared at the end");
     crate::report::judging::conclude(report);
     checkpoints
@@ -396,7 +397,7 @@ fn siblings_are_dealt_so_workers_sharing_a_cpu_are_in_different_memcgs() {
 fn progress_names_each_slice_and_the_time_left_after_it() {
     let (mut report, leaves) = root_and_child(2);
     let mut progress = Recorded::default();
-    measure_all(&mut report, &leaves, &mut FakeSlicer::default(), &mut progress, &mut |_: &Report| {});
+    measure_all(&mut report, &[leaves.clone()], &mut FakeSlicer::default(), &mut progress, &mut |_: &Report| {});
     let labels: Vec<&str> = progress.started.iter().map(|(label, _)| label.as_str()).collect();
     assert_eq!(
         labels,

@@ -1,30 +1,33 @@
 //! `anon`: the loop of the 2009 memcg measurement. mmap a private anonymous chunk, write one
-//! byte per page (each write is a minor fault that allocates and charges a page), munmap.
+//! byte per page (each write is a minor fault that allocates and charges a page), munmap; at
+//! one fixed place (`FixedPlace`), so every run pays the same page tables.
 
-use super::{Counter, ThpMode, Workload, WorkloadSettings, apply_thp, map, touch_pages};
+use super::{Counter, FixedPlace, ThpMode, Workload, WorkloadSettings, apply_thp, touch_pages};
 
 pub struct Anon {
     bytes: usize,
     page_size: usize,
     thp: ThpMode,
+    place: Option<FixedPlace>,
 }
 
 impl Anon {
     pub fn new(settings: &WorkloadSettings, bytes: u64) -> Self {
-        Anon { bytes: bytes as usize, page_size: settings.page_size as usize, thp: settings.thp }
+        Anon { bytes: bytes as usize, page_size: settings.page_size as usize, thp: settings.thp, place: None }
     }
 }
 
 impl Workload for Anon {
     fn prepare(&mut self) -> Result<(), String> {
+        self.place = Some(FixedPlace::reserve(self.bytes, self.page_size)?);
         apply_thp(self.thp)
     }
 
     fn run(&mut self, counter: &Counter) -> Result<(), String> {
+        let place = self.place.as_ref().ok_or("anon: not prepared")?;
         let mut completed: u64 = 0;
         loop {
-            let chunk =
-                map(self.bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1)?;
+            let chunk = place.map(libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1)?;
             // SAFETY: the mapping just made, written within its bounds, unmapped after.
             unsafe {
                 if self.thp == ThpMode::Always {

@@ -8,7 +8,7 @@
 
 use std::os::fd::AsRawFd;
 
-use super::{Counter, Workload, WorkloadSettings, fresh_file, map, touch_pages};
+use super::{Counter, FixedPlace, Workload, WorkloadSettings, fresh_file, touch_pages};
 
 pub struct FileChunk {
     path: std::path::PathBuf,
@@ -17,6 +17,7 @@ pub struct FileChunk {
     bytes: usize,
     page_size: usize,
     file: Option<std::fs::File>,
+    place: Option<FixedPlace>,
 }
 
 impl FileChunk {
@@ -36,6 +37,7 @@ impl FileChunk {
             bytes: settings.chunk_bytes as usize,
             page_size: settings.page_size as usize,
             file: None,
+            place: None,
         }
     }
 }
@@ -43,14 +45,16 @@ impl FileChunk {
 impl Workload for FileChunk {
     fn prepare(&mut self) -> Result<(), String> {
         self.file = Some(fresh_file(&self.path, self.bytes as u64)?);
+        self.place = Some(FixedPlace::reserve(self.bytes, self.page_size)?);
         Ok(())
     }
 
     fn run(&mut self, counter: &Counter) -> Result<(), String> {
         let fd = self.file.as_ref().expect("prepared").as_raw_fd();
+        let place = self.place.as_ref().expect("prepared");
         let mut completed: u64 = 0;
         loop {
-            let chunk = map(self.bytes, libc::PROT_READ | libc::PROT_WRITE, self.sharing, fd)?;
+            let chunk = place.map(libc::PROT_READ | libc::PROT_WRITE, self.sharing, fd)?;
             // SAFETY: the mapping just made, written within its bounds, unmapped after.
             unsafe {
                 touch_pages(chunk, self.bytes, self.page_size);

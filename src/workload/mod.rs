@@ -501,6 +501,65 @@ pub(crate) fn map(len: usize, prot: libc::c_int, flags: libc::c_int, fd: libc::c
     Ok(address as *mut u8)
 }
 
+/// The one address a loop maps its chunk at, every iteration: at the start of a page-table
+/// page's span (2 MiB with 4 KiB pages), with nothing else mapped in the spans it covers
+/// (a guard mapping, PROT_NONE, on each side). Left to the kernel, where a chunk lands
+/// depends on the address layout: a 1 MiB chunk that straddles a 2 MiB boundary needs two
+/// page-table pages, one that shares its span with another mapping keeps its page table
+/// across the munmap, one alone frees it; page tables are charged to the memcg, so one run's
+/// overhead differed from the next's by that alone (the reason will-it-scale's LKP wrapper
+/// turns address randomization off). Here every iteration, worker and run allocates and
+/// frees the same ceil(chunk / span) page-table pages.
+pub(crate) struct FixedPlace {
+    address: usize,
+    len: usize,
+}
+
+impl FixedPlace {
+    pub(crate) fn reserve(len: usize, page_size: usize) -> Result<Self, String> {
+        // The span one page-table page maps: a page of 8-byte entries, each mapping a page.
+        let span = page_size * (page_size / 8);
+        let covered = len.div_ceil(span) * span;
+        let probe_len = covered + 3 * span;
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+        let probe = map(probe_len, libc::PROT_NONE, flags, -1)? as usize;
+        let address = probe.next_multiple_of(span) + span;
+        // Keep a guard span on each side; give the rest back, the chunk's place included.
+        let unmap = |start: usize, end: usize| {
+            // SAFETY: parts of the probe mapping made above, nothing else.
+            if end > start && unsafe { libc::munmap(start as *mut libc::c_void, end - start) } != 0 {
+                return Err(format!("munmap: {}", std::io::Error::last_os_error()));
+            }
+            Ok(())
+        };
+        unmap(probe, address - span)?;
+        unmap(address, address + covered)?;
+        unmap(address + covered + span, probe + probe_len)?;
+        Ok(FixedPlace { address, len })
+    }
+
+    /// The chunk mapped at its place (MAP_FIXED_NOREPLACE: never over another mapping).
+    pub(crate) fn map(&self, prot: libc::c_int, flags: libc::c_int, fd: libc::c_int) -> Result<*mut u8, String> {
+        let wanted = self.address as *mut libc::c_void;
+        // SAFETY: a fresh mapping at an address this worker keeps free for it.
+        let address = unsafe { libc::mmap(wanted, self.len, prot, flags | libc::MAP_FIXED_NOREPLACE, fd, 0) };
+        if address == libc::MAP_FAILED {
+            return Err(format!(
+                "mmap of {} bytes at {wanted:p} failed: {}",
+                self.len,
+                std::io::Error::last_os_error()
+            ));
+        }
+        if address != wanted {
+            // A kernel before 4.17 takes the flag for a hint.
+            // SAFETY: the mapping just made, with its length.
+            unsafe { libc::munmap(address, self.len) };
+            return Err(format!("mmap of {} bytes landed at {address:p}, not at {wanted:p}", self.len));
+        }
+        Ok(address as *mut u8)
+    }
+}
+
 /// Writes one byte in every page of [start, start + len): one write fault per page.
 ///
 /// # Safety
@@ -539,6 +598,34 @@ mod tests {
             thp,
             files_dir: None,
             fixed_iterations: None,
+        }
+    }
+
+    #[test]
+    fn a_fixed_place_is_span_aligned_guarded_and_the_same_every_iteration() {
+        let span = 2 << 20;
+        for len in [4096, 1 << 20, span, span + 4096] {
+            let place = FixedPlace::reserve(len, 4096).unwrap();
+            assert_eq!(place.address % span, 0, "{len}");
+            let first = place.map(libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1);
+            let first = first.unwrap();
+            // SAFETY: the mapping just made, with its length.
+            unsafe { libc::munmap(first as *mut libc::c_void, len) };
+            let again = place.map(libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1).unwrap();
+            assert_eq!(first, again, "{len}");
+            // The spans the chunk covers hold nothing else: a guard ends where it starts and
+            // another starts at the end of its last span.
+            let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+            let covered = len.div_ceil(span) * span;
+            let guard = |start: usize, end: usize| {
+                maps.lines().any(|line| line.starts_with(&format!("{start:x}-{end:x} ---p")))
+            };
+            assert!(guard(place.address - span, place.address), "{len}: no guard below\n{maps}");
+            assert!(guard(place.address + covered, place.address + covered + span), "{len}: no guard above\n{maps}");
+            // Nothing may be mapped over it.
+            assert!(place.map(libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1).is_err());
+            // SAFETY: the mapping made above.
+            unsafe { libc::munmap(again as *mut libc::c_void, len) };
         }
     }
 
