@@ -10,17 +10,19 @@ fn faultscale(args: &[&str]) -> std::process::Output {
     Command::new(binary()).args(args).output().unwrap()
 }
 
-/// A faultscale-shaped CSV: three repetitions of root and child per kernel.
+/// A faultscale-shaped CSV: three repetitions of root and child per kernel, each measured by a
+/// crew generation (cgroup instance) of its own.
 fn write_run(path: &std::path::Path, kernel: &str, root: [f64; 3], child: [f64; 3]) {
     let mut text = String::from(
-        "run_id,started_at,host,kernel,cgroup_version,workload,mode,tasks,placement,depth,cgroup_path,repetition,sequence,cpu,duration_s,faults,faults_per_sec,ratio_vs_root\n",
+        "run_id,started_at,host,kernel,cgroup_version,workload,mode,tasks,placement,depth,cgroup_path,repetition,sequence,cpu,duration_s,faults,faults_per_sec,ratio_vs_root,generation\n",
     );
     for repetition in 0..3 {
         for (placement, depth, rate) in [("root", 0, root[repetition]), ("child", 1, child[repetition])] {
             text += &format!(
-                "r,t,h,{kernel},v1,anon,process,2,{placement},{depth},/x,{},0,,1.0,{rate},{rate},{}\n",
+                "r,t,h,{kernel},v1,anon,process,2,{placement},{depth},/x,{},0,,1.0,{rate},{rate},{},{}\n",
                 repetition + 1,
-                rate / root[repetition]
+                rate / root[repetition],
+                repetition + 1
             );
         }
     }
@@ -271,17 +273,22 @@ fn the_progress_line_shows_on_a_terminal_only() {
 #[test]
 fn compare_refuses_rows_measured_with_other_settings() {
     let dir = tempfile::tempdir().unwrap();
-    let header = "run_id,workload,mode,tasks,placement,depth,cpu,faults_per_sec,overhead_vs_baseline,chunk_bytes,thp_mode,tmpdir_fs,kernel_count_source,knobs,run_complete\n";
+    let header = "run_id,workload,mode,tasks,placement,depth,cpu,faults_per_sec,overhead_vs_baseline,chunk_bytes,thp_mode,tmpdir_fs,kernel_count_source,knobs,run_complete,generation\n";
     let file = |name: &str, chunk: u64, complete: bool| {
         let path = dir.path().join(name);
         let mut text = String::from(header);
         for slice in 0..3 {
             let wobble = slice as f64;
-            text += &format!("r,anon,process,2,base,0,,{},,{chunk},never,,minflt,,{complete}\n", 1000.0 + wobble);
             text += &format!(
-                "r,anon,process,2,child,1,,{},{},{chunk},never,,minflt,,{complete}\n",
+                "r,anon,process,2,base,0,,{},,{chunk},never,,minflt,,{complete},{}\n",
+                1000.0 + wobble,
+                slice + 1
+            );
+            text += &format!(
+                "r,anon,process,2,child,1,,{},{},{chunk},never,,minflt,,{complete},{}\n",
                 900.0 + wobble,
-                1.11 + wobble / 100.0
+                1.11 + wobble / 100.0,
+                slice + 1
             );
         }
         std::fs::write(&path, text).unwrap();
@@ -365,7 +372,7 @@ fn compare_checks_the_file_it_opened_not_the_path() {
     eprintln!("300 compares of a flipping path: {compared} compared, {refused} refused");
 }
 
-/// #24.16: the same figures written with a digit more or less get the same interval. Welch's
+/// The same figures written with a digit more or less get the same interval. Welch's
 /// df for two equally spread sides is 4, and a last-digit change puts it at 3.9999999; the t
 /// quantile was taken at floor(df), 2.776 against 3.182, so the intervals differed by 15%.
 #[test]

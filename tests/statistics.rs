@@ -99,3 +99,39 @@ fn repetitions_interleave_and_json_carries_everything() {
     // Start skew is measured per repetition.
     assert!(rows.iter().all(|r| r["start_skew_us"].parse::<f64>().unwrap() >= 0.0));
 }
+
+/// Each crew generation measures in cgroups of its own, all removed at the end, and the
+/// intervals are taken over those instances: the CSV says which generation measured a slice,
+/// and the table says what the interval is over.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn every_generation_measures_in_cgroups_of_its_own_and_the_interval_is_over_them() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let (csv, json) = (dir.path().join("run.csv"), dir.path().join("run.json"));
+    let args = ["--base", BASE, "--cgroup", "child", "--duration", "0.8", "--slices", "40", "--warmup", "0.02"];
+    let (_, output) =
+        run_clean(&base, &[&args[..], &["--csv", csv.to_str().unwrap(), "--json", json.to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let rows = read_csv(&csv);
+    let child_paths: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        rows.iter().filter(|r| r["placement"] == "child").fold(Default::default(), |mut paths, r| {
+            paths.entry(r["generation"].clone()).or_default().insert(r["cgroup_path"].clone());
+            paths
+        });
+    // 40 rounds: 4 generations of 10, each child in one cgroup of its own.
+    assert_eq!(child_paths.keys().collect::<Vec<_>>(), ["1", "2", "3", "4"], "{child_paths:?}");
+    let all: std::collections::BTreeSet<&String> = child_paths.values().flatten().collect();
+    assert_eq!(all.len(), 4, "{child_paths:?}");
+    for (generation, paths) in &child_paths {
+        assert_eq!(paths.len(), 1);
+        assert!(paths.iter().next().unwrap().ends_with(&format!("-child-g{generation}")), "{paths:?}");
+    }
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("over 4 cgroup instances"), "{stdout}");
+    let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let child = document["summaries"].as_array().unwrap().iter().find(|s| s["placement"] == "child").unwrap();
+    assert_eq!(child["overhead_vs_baseline"]["units"], 4);
+    assert_eq!(child["overhead_vs_baseline"]["df"], 3.0);
+}

@@ -344,9 +344,10 @@ fn overhead_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSu
         let Some(interval) = summary.overhead_vs_baseline else { continue };
         let ci = match (interval.low, interval.high) {
             (Some(low), Some(high)) => format!(
-                "  (95% CI {:.1}-{:.1}%{})",
+                "  (95% CI {:.1}-{:.1}% {}{})",
                 100.0 * low,
                 100.0 * high,
+                over_units(interval.units),
                 if interval.excludes(1.0) { ", significant" } else { ", not significant" }
             ),
             _ => String::new(),
@@ -379,6 +380,15 @@ fn overhead_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSu
         )?;
     }
     Ok(())
+}
+
+/// What an interval's spread came from: several cgroup instances hold from run to run; one
+/// instance's slices do not (they share its cost).
+fn over_units(units: usize) -> String {
+    match units {
+        0 | 1 => "within one cgroup instance: the next run's may differ by more".into(),
+        n => format!("over {n} cgroup instances"),
+    }
 }
 
 /// siblings:N: the overhead of one child cgroup over the same tasks spread across siblings.
