@@ -123,10 +123,11 @@ pub struct RunArgs {
     #[arg(long, default_value = "1", value_name = "N", allow_hyphen_values = true)]
     pub repeat: String,
 
-    /// Crew generations per task count: the rounds are cut into N stretches and every
-    /// placement's workers are made anew for each, so what one set of workers happens to cost
-    /// (fixed for its life, about 0.3% between two on the development VM) averages over N
-    /// [default: 4 from 40 rounds, else 1]
+    /// Crew generations per task count: the rounds are cut into N stretches, each measured by
+    /// workers and cgroups made for it, and the intervals are taken over the N (what one
+    /// cgroup instance and one set of workers cost differs from the next, which no interval
+    /// over one instance's slices can see) [default: one per 50 rounds, 4 to 16, from 40
+    /// rounds; else 1]
     #[arg(long, default_value = "auto", value_name = "N|auto", allow_hyphen_values = true)]
     pub generations: String,
 
