@@ -104,6 +104,18 @@ fn check_unused_figures(name: &str, placement: &str, m: &serde_json::Value) -> R
     Ok(())
 }
 
+/// A JSON measurement's generation: 1 in files from before generations were written.
+fn json_generation(name: &str, placement: &str, value: &serde_json::Value) -> Result<u32> {
+    match value {
+        serde_json::Value::Null => Ok(1),
+        value => value.as_u64().and_then(|g| u32::try_from(g).ok()).filter(|g| *g > 0).ok_or_else(|| {
+            anyhow!(
+                "{name}: {placement}: generation {value} is not a generation number; is this a faultscale --json file?"
+            )
+        }),
+    }
+}
+
 /// A run's per-level cost as its file holds it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LevelFigure {
@@ -684,12 +696,7 @@ impl RunFile {
             (value, _) => Some(number("overhead_vs_baseline", value)?),
         };
         let k = key(workload, mode, tasks, placement);
-        let generation = match &m["generation"] {
-            serde_json::Value::Null => 1,
-            value => value.as_u64().and_then(|g| u32::try_from(g).ok()).filter(|g| *g > 0).ok_or_else(|| {
-                anyhow!("{name}: {placement}: generation {value} is not a generation number; is this a faultscale --json file?")
-            })?,
-        };
+        let generation = json_generation(name, placement, &m["generation"])?;
         // Checked as the CSV's is: finite, not negative, within what a machine measures.
         if !m["memcg_ns_per_fault"].is_null() {
             let value = number("memcg_ns_per_fault", &m["memcg_ns_per_fault"])?;

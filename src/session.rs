@@ -284,16 +284,9 @@ fn measure_all(
         let (round, tasks) = (slice.round, slice.tasks);
         match measured {
             Ok(run) => {
-                report.measurements.push(Measurement {
-                    placement,
-                    leaf: leaf.clone(),
-                    tasks,
-                    round,
-                    generation: generation + 1,
-                    sequence,
-                    run,
-                    round_complete: true,
-                });
+                let (leaf, generation) = (leaf.clone(), generation + 1);
+                let m = Measurement { placement, leaf, tasks, round, generation, sequence, run, round_complete: true };
+                report.measurements.push(m);
                 checkpoint(report);
             }
             Err(e) => {

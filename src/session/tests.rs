@@ -397,7 +397,13 @@ fn siblings_are_dealt_so_workers_sharing_a_cpu_are_in_different_memcgs() {
 fn progress_names_each_slice_and_the_time_left_after_it() {
     let (mut report, leaves) = root_and_child(2);
     let mut progress = Recorded::default();
-    measure_all(&mut report, &[leaves.clone()], &mut FakeSlicer::default(), &mut progress, &mut |_: &Report| {});
+    measure_all(
+        &mut report,
+        std::slice::from_ref(&leaves),
+        &mut FakeSlicer::default(),
+        &mut progress,
+        &mut |_: &Report| {},
+    );
     let labels: Vec<&str> = progress.started.iter().map(|(label, _)| label.as_str()).collect();
     assert_eq!(
         labels,
