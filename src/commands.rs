@@ -151,6 +151,7 @@ impl Outputs {
                 sink.refuse_input(&format!("the --cgroup profile {profile}"), Path::new(profile))
                     .map_err(usage::usage)?;
             }
+            refuse_profile_files(options, &sink).map_err(usage::usage)?;
             files.push(Output { format: *format, sink, checkpointed: false });
         }
         Sink::check_distinct(&mut files.iter_mut().map(|f| &mut f.sink).collect::<Vec<_>>()).map_err(usage::usage)?;
@@ -229,6 +230,16 @@ impl Outputs {
         }
         all_written
     }
+}
+
+/// Refuses an output that is one of the flame-graph files --profile-dir will get: the graph
+/// written at the end would replace it.
+fn refuse_profile_files(options: &RunOptions, sink: &Sink) -> Result<()> {
+    let Some(dir) = &options.plan.profile_dir else { return Ok(()) };
+    for name in export::flamegraph::file_names(&options.plan) {
+        sink.refuse_place(&format!("--profile-dir {} (its {name})", dir.display()), &dir.join(&name))?;
+    }
+    Ok(())
 }
 
 /// The table, on stdout; with an output on stdout (-, /dev/stdout) on stderr, so stdout stays

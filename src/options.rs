@@ -445,6 +445,24 @@ fn profile_dir(args: &RunArgs) -> Result<Option<PathBuf>> {
             std::io::Error::from(e)
         );
     }
+    // Root passes every access check, on /proc and /sys too: a directory is made there (and
+    // removed) to know, as the flame graphs' directory will be made after the measuring.
+    if let Ok(stat) = nix::sys::statfs::statfs(existing)
+        && let Some(fs) = crate::run::files::pseudo_filesystem(stat.filesystem_type().0)
+    {
+        bail!(
+            "--profile-dir {}: {} is on a {fs} pseudo filesystem, which takes no flame graphs; give a directory on a real filesystem",
+            dir.display(),
+            existing.display()
+        );
+    }
+    crate::run::files::check_can_create(existing).map_err(|why| {
+        anyhow!(
+            "--profile-dir {}: {} cannot take new files: {why}; give a writable directory",
+            dir.display(),
+            existing.display()
+        )
+    })?;
     Ok(Some(dir))
 }
 

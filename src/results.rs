@@ -88,6 +88,58 @@ pub struct RunFile {
     pub per_level: BTreeMap<(String, String, u64), LevelFigure>,
     /// The rows read so far, by what tells slices apart (files with a repetition column).
     seen: std::collections::BTreeSet<(String, String, String, String, u64, u32, u32)>,
+    /// Which placements each round of the file has a slice of, read before its rows count.
+    rounds: Rounds,
+}
+
+/// A round in a file: workload, mode, task count, repetition and slice number.
+type RoundId = (String, String, u64, u32, u32);
+
+/// The placements each round of a file has a slice of: a round without one of them (a
+/// checkpoint written between its slices, then a SIGKILL) counts in no figure, whatever its
+/// rows say.
+#[derive(Debug, Default)]
+struct Rounds {
+    placements: BTreeMap<(String, String, u64), std::collections::BTreeSet<String>>,
+    of_round: BTreeMap<RoundId, std::collections::BTreeSet<String>>,
+}
+
+impl Rounds {
+    fn add(&mut self, round: RoundId, placement: &str) {
+        let (workload, mode, tasks, _, _) = &round;
+        self.placements.entry((workload.clone(), mode.clone(), *tasks)).or_default().insert(placement.to_string());
+        self.of_round.entry(round).or_default().insert(placement.to_string());
+    }
+
+    /// Whether `round` has a slice of every placement the file has at its task count.
+    fn complete(&self, round: &RoundId) -> bool {
+        let (workload, mode, tasks, _, _) = round;
+        let all = self.placements.get(&(workload.clone(), mode.clone(), *tasks));
+        all.is_none_or(|all| self.of_round.get(round).is_some_and(|present| present == all))
+    }
+}
+
+/// The rounds of a CSV file's summary rows (those that read), before any counts.
+fn csv_rounds(text: &str, columns: &Columns) -> Rounds {
+    let mut rounds = Rounds::default();
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
+    for record in reader.records().flatten() {
+        if record.len() != columns.headers.len() || !record[columns.cpu].is_empty() {
+            continue;
+        }
+        if let Ok(row) = record.deserialize::<Row>(Some(&columns.headers)) {
+            let k = key(&row.workload, &row.mode, row.tasks as u64, &row.placement);
+            rounds.add((k.workload, k.mode, k.tasks, row.repetition, row.slice), k.placement.name());
+        }
+    }
+    rounds
+}
+
+/// A JSON measurement's round, where it says (files from before the slice field do not).
+fn json_round(workload: &str, mode: &str, m: &serde_json::Value) -> Option<RoundId> {
+    let tasks = m["run"]["workers"].as_array().map(|w| w.len() as u64)?;
+    let (repetition, slice) = (m["repetition"].as_u64()?, m["slice"].as_u64()?);
+    Some((workload.to_string(), mode.to_string(), tasks, repetition as u32, slice as u32))
 }
 
 /// Figures compare does not use are checked too: a file is refused whole, not in part.
@@ -387,7 +439,7 @@ impl RunFile {
         let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
         let headers = reader.headers().with_context(|| format!("{name}: not a faultscale CSV"))?.clone();
         let columns = Columns::of(&name, headers)?;
-        let mut file = RunFile { name: name.clone(), ..Default::default() };
+        let mut file = RunFile { name: name.clone(), rounds: csv_rounds(text, &columns), ..Default::default() };
         for (line, record) in reader.records().enumerate() {
             let record = record.with_context(|| format!("{name}: row {}", line + 2))?;
             // Its "cpu" cell is not empty, so it would pass for a --per-cpu row.
@@ -482,8 +534,10 @@ impl RunFile {
             self.overran += 1;
             return Ok(());
         }
-        // Likewise a slice the run itself left out (disturbed, or of a round cut short).
-        if !row.counted {
+        // Likewise a slice the run itself left out (disturbed, or of a round cut short), and
+        // one of a round the file lacks a placement's slice of.
+        let round = (k.workload.clone(), k.mode.clone(), k.tasks, row.repetition, row.slice);
+        if !row.counted || (columns.has("slice") && !self.rounds.complete(&round)) {
             self.left_out += 1;
             return Ok(());
         }
@@ -615,7 +669,14 @@ impl RunFile {
         if let Some(unit) = document["unit"].as_str() {
             file.units.insert(crate::text::escaped(workload).into_owned(), crate::text::escaped(unit).into_owned());
         }
-        for m in document["measurements"].as_array().ok_or_else(|| anyhow!("{name}: no measurements"))? {
+        let measurements = document["measurements"].as_array().ok_or_else(|| anyhow!("{name}: no measurements"))?;
+        for m in measurements {
+            if let Some(round) = json_round(workload, mode, m) {
+                let placement = crate::text::escaped(m["placement"].as_str().unwrap_or("?")).into_owned();
+                file.rounds.add(round, &placement);
+            }
+        }
+        for m in measurements {
             file.add_measurement(settings, workload, mode, m)?;
         }
         file.add_json_facts(&document["environment"]);
@@ -680,7 +741,8 @@ impl RunFile {
             self.overran += 1;
             return Ok(());
         }
-        if m["counted"].as_bool() == Some(false) {
+        let cut = json_round(workload, mode, m).is_some_and(|round| !self.rounds.complete(&round));
+        if m["counted"].as_bool() == Some(false) || cut {
             self.left_out += 1;
             return Ok(());
         }
@@ -836,6 +898,27 @@ mod tests {
         let err = RunFile::from_csv("x.csv".into(), &format!("{header}{rows}")).unwrap_err().to_string();
         assert!(err.contains("none of its 2 slice(s) counted (1 left out by the run"), "{err}");
         assert!(err.contains("1 overran their time"), "{err}");
+    }
+
+    #[test]
+    fn a_round_without_every_placements_slice_counts_nowhere() {
+        // A checkpoint cut by a SIGKILL between round 2's slices: child's is there, base's not.
+        let header = "run_id,workload,mode,tasks,placement,cpu,repetition,slice,faults_per_sec,overhead_vs_baseline,round_complete,counted\n";
+        let rows = "1-a,anon,process,2,base,,1,1,5,,true,true\n1-a,anon,process,2,child,,1,1,4,1.2,true,true\n\
+                    1-a,anon,process,2,child,,1,2,4,1.2,true,true\n";
+        let file = RunFile::from_csv("x.csv".into(), &format!("{header}{rows}")).unwrap();
+        assert!(file.rates.values().all(|rates| rates.len() == 1), "{:?}", file.rates);
+        assert_eq!(file.left_out, 1);
+        let measurement = |placement: &str, slice: u32| {
+            serde_json::json!({"placement": placement, "repetition": 1, "slice": slice, "faults_per_sec": 5.0,
+                "overhead_vs_baseline": if placement == "base" { serde_json::Value::Null } else { 1.2.into() },
+                "counted": true, "round_complete": true, "run": {"workers": [{}, {}]}})
+        };
+        let document = serde_json::json!({"settings": {"workload": "anon", "mode": "process"},
+            "measurements": [measurement("base", 1), measurement("child", 1), measurement("child", 2)]});
+        let file = RunFile::from_json("x.json".into(), &document.to_string()).unwrap();
+        assert!(file.rates.values().all(|rates| rates.len() == 1), "{:?}", file.rates);
+        assert_eq!(file.left_out, 1);
     }
 
     #[test]

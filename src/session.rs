@@ -284,9 +284,11 @@ fn measure_all(
         let (round, tasks) = (slice.round, slice.tasks);
         match measured {
             Ok(run) => {
+                // Complete once every placement's slice of the round is in (mark_round_complete).
                 let (leaf, generation) = (leaf.clone(), generation + 1);
-                let m = Measurement { placement, leaf, tasks, round, generation, sequence, run, round_complete: true };
+                let m = Measurement { placement, leaf, tasks, round, generation, sequence, run, round_complete: false };
                 report.measurements.push(m);
+                mark_round_complete(report, round, tasks);
                 checkpoint(report);
             }
             Err(e) => {
@@ -309,11 +311,26 @@ fn measure_all(
                     Err(e) => format!("{e:#}"),
                 };
                 report.failures.push(Failure { placement, tasks, round, reason });
+                mark_round_complete(report, round, tasks);
             }
         }
     }
     slicer.retire();
     progress.clear();
+}
+
+/// Flags the slices of a round complete once every placement's slice of it was measured or
+/// failed: before that a checkpoint on disk (a SIGKILL then) holds a round without a pair, in
+/// no figure.
+fn mark_round_complete(report: &mut Report, round: u32, tasks: usize) {
+    let of_round = |m_round: u32, m_tasks: usize| m_round == round && m_tasks == tasks;
+    let attempted = report.measurements.iter().filter(|m| of_round(m.round, m.tasks)).count()
+        + report.failures.iter().filter(|f| of_round(f.round, f.tasks)).count();
+    if attempted >= report.plan.placements.len() {
+        for m in report.measurements.iter_mut().filter(|m| of_round(m.round, m.tasks)) {
+            m.round_complete = true;
+        }
+    }
 }
 
 /// What a scheduled slice measures.

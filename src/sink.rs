@@ -284,6 +284,16 @@ impl Sink {
         Ok(())
     }
 
+    /// Refuses an output that is `path`, a file another output of the run will write (`what`,
+    /// e.g. a flame graph of --profile-dir), whether that file exists yet or not.
+    pub fn refuse_place(&self, what: &str, path: &Path) -> Result<()> {
+        let Ok(path) = absolute(path) else { return Ok(()) };
+        if self.identity.is_some() && self.identity == Some(file_identity(&path)) {
+            bail!("{} and {what} name the same file; give each output its own", self.label);
+        }
+        Ok(())
+    }
+
     /// Refuses two outputs that name one place: one would overwrite the other. Then claims
     /// each file for this run, refusing one that another live run is writing.
     pub fn check_distinct(sinks: &mut [&mut Sink]) -> Result<()> {

@@ -729,6 +729,58 @@ fn a_profile_dir_that_cannot_take_files_is_refused_before_measuring() {
     assert!(faultscale_processes().is_empty());
 }
 
+/// An output inside --profile-dir named as one of its flame graphs (known from the placements
+/// and task counts before measuring) is refused, exit 2, and the file is kept as it was.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn an_output_named_as_a_flame_graph_of_the_profile_dir_is_refused() {
+    let _serial = needs_root();
+    let dir = tempfile::tempdir().unwrap();
+    let graphs = dir.path().join("graphs");
+    std::fs::create_dir(&graphs).unwrap();
+    let kept = graphs.join("base-2tasks.svg");
+    std::fs::write(&kept, "kept\n").unwrap();
+    let graphs_arg = graphs.to_str().unwrap();
+    for (option, name) in
+        [("--csv", "base-2tasks.svg"), ("--json", "child-2tasks-vs-root.svg"), ("--csv", "child-2tasks.folded")]
+    {
+        let output_path = graphs.join(name);
+        let (_, output) =
+            run(&args(&["--tasks", "2", "--profile-dir", graphs_arg, option, output_path.to_str().unwrap()]));
+        let said = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{option} {name}: {said}");
+        assert_eq!(said.lines().count(), 1, "{said}");
+        assert!(said.contains("--profile-dir") && said.contains(name) && said.contains("name the same file"), "{said}");
+    }
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "kept\n");
+    assert_eq!(files_in(&graphs), vec![std::ffi::OsString::from("base-2tasks.svg")]);
+    assert!(faultscale_processes().is_empty());
+}
+
+/// A --profile-dir on a pseudo filesystem (/proc), where even root makes no directory, is
+/// refused by the checks and by a run before measuring, exit 2, one line; nothing is made.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_profile_dir_that_cannot_be_made_is_refused_by_the_checks_too() {
+    let _serial = needs_root();
+    for command in [&["--check-args", "2"][..], &["--duration", "0.5"]] {
+        let started = Instant::now();
+        let mut all = vec!["--base", BASE, "--profile-dir", "/proc/faultscale-graphs"];
+        all.extend(command);
+        let (_, output) = run(&all);
+        let said = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{command:?}: {said}");
+        assert_eq!(said.lines().count(), 1, "{said}");
+        assert!(
+            said.starts_with("faultscale: error: --profile-dir /proc/faultscale-graphs")
+                && said.contains("give a directory"),
+            "{said}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(2), "refused before measuring, not after");
+    }
+    assert!(!Path::new("/proc/faultscale-graphs").exists());
+}
+
 /// #24.6: `nohup faultscale ...`: a signal ignored at start stays ignored, in the harness and
 /// its workers; the run ends on its own with every slice.
 #[test]

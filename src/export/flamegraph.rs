@@ -7,7 +7,37 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::plan::{Placement, Plan};
 use crate::report::Report;
+
+/// The start of every file name of `placement`'s profile at `tasks`: its name with every
+/// character but ASCII letters and digits made `-`.
+fn stem(placement: &Placement, tasks: usize) -> String {
+    let label: String = placement.name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    format!("{label}-{tasks}tasks")
+}
+
+/// Every file name a run of `plan` may write into --profile-dir, known before it measures:
+/// each placement's folded stacks and flame graph at each task count, and each other
+/// placement's differential against the baseline, under both names the baseline may get
+/// (`root` at the true root, `base` elsewhere, decided once the base is found).
+pub fn file_names(plan: &Plan) -> Vec<String> {
+    let has_baseline = plan.placements.iter().any(|p| p.is_baseline());
+    let mut names = Vec::new();
+    for &tasks in &plan.task_counts {
+        for placement in &plan.placements {
+            let spellings = if placement.is_baseline() { vec!["root", "base"] } else { vec![placement.name.as_str()] };
+            for spelling in spellings {
+                let stem = stem(&Placement { name: spelling.into(), ..placement.clone() }, tasks);
+                names.extend([format!("{stem}.folded"), format!("{stem}.svg")]);
+                if has_baseline && !placement.is_baseline() {
+                    names.extend(["root", "base"].map(|baseline| format!("{stem}-vs-{baseline}.svg")));
+                }
+            }
+        }
+    }
+    names
+}
 
 fn folded_text(folded: &BTreeMap<String, u64>) -> String {
     folded.iter().map(|(stack, count)| format!("{stack} {count}\n")).collect()
@@ -46,9 +76,7 @@ pub fn write(dir: &Path, report: &Report) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for summary in report.summaries() {
         let Some(totals) = report.profile_totals(summary.placement, summary.tasks) else { continue };
-        let label: String =
-            summary.placement.name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
-        let stem = format!("{label}-{}tasks", summary.tasks);
+        let stem = stem(summary.placement, summary.tasks);
         let folded = folded_text(&totals.folded);
         let folded_path = dir.join(format!("{stem}.folded"));
         write_whole(&folded_path, |out| Ok(out.write_all(folded.as_bytes())?))?;
@@ -78,4 +106,19 @@ pub fn write(dir: &Path, report: &Report) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_names_a_run_will_write_are_known_from_its_plan() {
+        let plan = crate::report::fixture::test_plan();
+        let names = file_names(&plan);
+        for name in ["base-2tasks.svg", "root-2tasks.folded", "child-2tasks.svg", "child-2tasks-vs-base.svg"] {
+            assert!(names.contains(&name.to_string()), "{name} in {names:?}");
+        }
+        assert!(!names.iter().any(|n| n.contains("1tasks")), "{names:?}");
+    }
 }

@@ -290,6 +290,22 @@ fn checkpoints_follow_every_slice_with_the_report_so_far() {
 }
 
 #[test]
+fn a_checkpoint_between_a_rounds_slices_holds_it_incomplete() {
+    let (mut report, leaves) = root_and_child(2);
+    let mut complete = Vec::new();
+    let mut progress = Recorded::default();
+    measure_all(
+        &mut report,
+        std::slice::from_ref(&leaves),
+        &mut FakeSlicer::default(),
+        &mut progress,
+        &mut |r: &Report| complete.push(r.measurements.iter().filter(|m| m.round_complete).count()),
+    );
+    // A SIGKILL after round 2's first slice leaves a file in which round 2 counts nowhere.
+    assert_eq!(complete, [0, 2, 2, 4]);
+}
+
+#[test]
 fn a_signal_ends_the_run_keeping_every_completed_slice_and_flagging_its_round() {
     let (mut report, leaves) = root_and_child(3);
     // Round 2: its first slice measured, the second interrupted.
