@@ -13,7 +13,7 @@ use anyhow::{Result, anyhow, bail};
 use nix::sys::signal::Signal;
 use nix::unistd::getpid;
 
-use super::control::{check_interrupt, freeze, take_paused, wait_ready, wait_until};
+use super::control::{check_interrupt, freeze, freeze_these, take_paused, wait_ready, wait_until};
 use super::result::HarnessTimes;
 use super::slots::{STATE_DONE, Slots};
 use super::snapshot::{Deltas, Snapshot, TaskCounts};
@@ -340,20 +340,32 @@ impl Crew {
     /// Freezes the crew and reads its snapshot, checked to be of a frozen crew: a worker an
     /// outside SIGCONT set running after the freeze saw it stopped would move its counters
     /// while they are read (with `kill -CONT` in a loop a worker's time on CPU came to 2.07
-    /// times its slice). Such a crew is frozen and read again, up to FROZEN_READS times, then
-    /// the slice fails. Returns when the freeze that held ended, with the snapshot.
+    /// times its slice). Such a crew is frozen again, waiting for the workers that ran alone
+    /// (the others stayed stopped and report nothing new), and read again, up to FROZEN_READS
+    /// times; then the slice fails, naming the workers that kept running. Returns when the
+    /// freeze that held ended, with the snapshot.
     fn freeze_and_read(&mut self) -> Result<(u64, Snapshot)> {
-        for _ in 0..FROZEN_READS {
-            freeze(&mut self.workers, &self.slots)?;
+        freeze(&mut self.workers, &self.slots)?;
+        let mut running: Vec<usize> = Vec::new();
+        for read in 1..=FROZEN_READS {
+            if read > 1 {
+                let mut processes: Vec<usize> =
+                    running.iter().map(|&slot| self.workers.process_index_of(slot)).collect();
+                processes.dedup();
+                freeze_these(&mut self.workers, &self.slots, &processes)?;
+            }
             let frozen_ns = monotonic_ns();
             let (snapshot, states) = self.snapshot_with_states()?;
-            if states.iter().all(|s| matches!(s, Some('T' | 't'))) {
+            running = (0..states.len()).filter(|&slot| !matches!(states[slot], Some('T' | 't'))).collect();
+            if running.is_empty() {
                 return Ok((frozen_ns, snapshot));
             }
         }
+        let named: Vec<String> =
+            running.iter().map(|&slot| format!("worker {} on CPU {}", self.tids[slot], self.cpus[slot])).collect();
         Err(super::WorkerDied::because(format!(
-            "the workers on CPUs {} kept running after being frozen {FROZEN_READS} times: something outside sends them SIGCONT",
-            crate::text::format_cpu_list(&self.cpus)
+            "{} kept running after being frozen {FROZEN_READS} times: something outside sends SIGCONT",
+            named.join(", ")
         ))
         .into())
     }
