@@ -6,7 +6,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
 
+mod json;
 pub mod row;
+use json::{Measurement, field, object};
 use row::Row;
 
 use crate::stats::Placed;
@@ -154,18 +156,6 @@ fn check_unused_figures(name: &str, placement: &str, m: &serde_json::Value) -> R
         }
     }
     Ok(())
-}
-
-/// A JSON measurement's generation: 1 in files from before generations were written.
-fn json_generation(name: &str, placement: &str, value: &serde_json::Value) -> Result<u32> {
-    match value {
-        serde_json::Value::Null => Ok(1),
-        value => value.as_u64().and_then(|g| u32::try_from(g).ok()).filter(|g| *g > 0).ok_or_else(|| {
-            anyhow!(
-                "{name}: {placement}: generation {value} is not a generation number; is this a faultscale --json file?"
-            )
-        }),
-    }
 }
 
 /// A run's per-level cost as its file holds it.
@@ -660,64 +650,70 @@ impl RunFile {
                 bail!("{name}: not JSON: {e}")
             }
         };
-        let settings = &document["settings"];
-        let workload = settings["workload"]
-            .as_str()
+        let settings = object(&name, &document, "", "settings")?;
+        let environment = object(&name, &document, "", "environment")?;
+        let workload: String = field(&name, settings, "settings", "workload", "text")?
             .ok_or_else(|| anyhow!("{name}: no settings.workload; is this a faultscale --json file?"))?;
-        let mode = settings["mode"].as_str().unwrap_or("process");
+        let mode: String = field(&name, settings, "settings", "mode", "text")?.unwrap_or_else(|| "process".into());
         let mut file = RunFile { name: name.clone(), ..Default::default() };
-        if let Some(unit) = document["unit"].as_str() {
-            file.units.insert(crate::text::escaped(workload).into_owned(), crate::text::escaped(unit).into_owned());
+        if let Some(unit) = field::<String>(&name, &document, "", "unit", "text")? {
+            file.units.insert(crate::text::escaped(&workload).into_owned(), crate::text::escaped(&unit).into_owned());
         }
         let measurements = document["measurements"].as_array().ok_or_else(|| anyhow!("{name}: no measurements"))?;
         for m in measurements {
-            if let Some(round) = json_round(workload, mode, m) {
+            if let Some(round) = json_round(&workload, &mode, m) {
                 let placement = crate::text::escaped(m["placement"].as_str().unwrap_or("?")).into_owned();
                 file.rounds.add(round, &placement);
             }
         }
-        for m in measurements {
-            file.add_measurement(settings, workload, mode, m)?;
+        for (index, m) in measurements.iter().enumerate() {
+            file.add_measurement(settings, &workload, &mode, m, index)?;
         }
-        file.add_json_facts(&document["environment"]);
+        file.add_json_facts(environment);
         // Absent in files from before them; of another type, not a faultscale file.
-        let (complete, depth) = (&document["complete"], &document["environment"]["base_depth"]);
-        if !complete.is_null() && !complete.is_boolean() {
-            bail!("{name}: complete {complete} is not true or false; is this a faultscale --json file?");
-        }
-        if !depth.is_null() && !depth.is_u64() {
-            bail!("{name}: environment.base_depth {depth} is not a depth; is this a faultscale --json file?");
-        }
-        file.base_depth = depth.as_u64().map(|d| d as usize);
-        file.run_id = document["environment"]["run_id"].as_str().map(fact_text);
+        let complete: Option<bool> = field(&name, &document, "", "complete", "true or false")?;
+        file.base_depth = field(&name, environment, "environment", "base_depth", "a depth")?;
+        file.run_id = field::<String>(&name, environment, "environment", "run_id", "text")?.map(|id| fact_text(&id));
         // A run a signal ended early writes `"complete": false` (the CSV's run_complete).
-        file.incomplete = complete.as_bool() == Some(false);
-        for level in document["per_level"].as_array().into_iter().flatten() {
-            let (Some(tasks), Some(ns)) = (level["tasks"].as_u64(), level["cpu"]["ns_per_fault"].as_f64()) else {
-                continue;
-            };
-            let figure = LevelFigure {
-                ns_per_fault: ns,
-                low: level["cpu"]["low"].as_f64(),
-                high: level["cpu"]["high"].as_f64(),
-            };
-            file.per_level.insert((workload.to_string(), mode.to_string(), tasks), figure);
-        }
+        file.incomplete = complete == Some(false);
+        file.add_json_levels(&document, &workload, &mode)?;
         file.no_rows_left()?;
         Ok(file)
     }
 
-    /// One measurement of a JSON file, its figures checked.
+    /// The per-level costs of a JSON file; an entry without its figures (a run that fitted
+    /// none) is passed over, one of another type refused.
+    fn add_json_levels(&mut self, document: &serde_json::Value, workload: &str, mode: &str) -> Result<()> {
+        let name = &self.name;
+        for (index, level) in document["per_level"].as_array().into_iter().flatten().enumerate() {
+            let at = format!("per_level[{index}]");
+            let cpu = object(name, level, &at, "cpu")?;
+            let cpu_at = json::join(&at, "cpu");
+            let number = |key: &str| field::<f64>(name, cpu, &cpu_at, key, "a number");
+            let (Some(tasks), Some(ns)) =
+                (field::<u64>(name, level, &at, "tasks", "a whole number")?, number("ns_per_fault")?)
+            else {
+                continue;
+            };
+            let figure = LevelFigure { ns_per_fault: ns, low: number("low")?, high: number("high")? };
+            self.per_level.insert((workload.to_string(), mode.to_string(), tasks), figure);
+        }
+        Ok(())
+    }
+
+    /// One measurement of a JSON file (the `index`th), its fields and figures checked.
     fn add_measurement(
         &mut self,
         settings: &serde_json::Value,
         workload: &str,
         mode: &str,
         m: &serde_json::Value,
+        index: usize,
     ) -> Result<()> {
         let name = &self.name;
-        let tasks = m["run"]["workers"].as_array().map(|w| w.len() as u64).unwrap_or(0);
-        let placement = crate::text::escaped(m["placement"].as_str().unwrap_or("?")).into_owned();
+        let read = Measurement::read(name, m, index)?;
+        let tasks = read.workers as u64;
+        let placement = crate::text::escaped(&read.placement).into_owned();
         let placement = placement.as_str();
         let number = |what: &str, value: &serde_json::Value| {
             let text = value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string());
@@ -725,31 +721,26 @@ impl RunFile {
         };
         let rate = number("faults_per_sec", &m["faults_per_sec"])?;
         check_unused_figures(name, placement, m)?;
-        let overran = &m["run"]["overran"];
-        if !overran.is_null() && !overran.is_boolean() {
-            bail!("{name}: {placement}: run.overran {overran} is not true or false; is this a faultscale --json file?");
-        }
-        if let (Some(repetition), Some(slice)) = (m["repetition"].as_u64(), m["slice"].as_u64()) {
-            let id =
-                (String::new(), workload.into(), mode.into(), placement.into(), tasks, repetition as u32, slice as u32);
+        if let (Some(repetition), Some(slice)) = (read.repetition, read.slice) {
+            let id = (String::new(), workload.into(), mode.into(), placement.into(), tasks, repetition, slice);
             if !self.seen.insert(id) {
                 self.duplicates += 1;
                 return Ok(());
             }
         }
-        if overran.as_bool() == Some(true) {
+        if read.overran == Some(true) {
             self.overran += 1;
             return Ok(());
         }
         let cut = json_round(workload, mode, m).is_some_and(|round| !self.rounds.complete(&round));
-        if m["counted"].as_bool() == Some(false) || cut {
+        if read.counted == Some(false) || cut {
             self.left_out += 1;
             return Ok(());
         }
         if tasks == 0 {
             bail!("{name}: {placement}: a measurement has no workers");
         }
-        if let Some(depth) = m["depth"].as_u64() {
+        if let Some(depth) = read.depth {
             self.depths.insert(placement.to_string(), depth);
         }
         let overhead = match (&m["overhead_vs_baseline"], &m["ratio_vs_root"]) {
@@ -758,7 +749,7 @@ impl RunFile {
             (value, _) => Some(number("overhead_vs_baseline", value)?),
         };
         let k = key(workload, mode, tasks, placement);
-        let generation = json_generation(name, placement, &m["generation"])?;
+        let generation = read.generation.unwrap_or(1);
         // Checked as the CSV's is: finite, not negative, within what a machine measures.
         if !m["memcg_ns_per_fault"].is_null() {
             let value = number("memcg_ns_per_fault", &m["memcg_ns_per_fault"])?;
@@ -769,7 +760,7 @@ impl RunFile {
         for setting in SETTINGS {
             let value = match setting {
                 "knobs" => continue,
-                "kernel_count_source" => m["run"]["kernel_source"].as_str().map(str::to_string),
+                "kernel_count_source" => read.kernel_source.clone(),
                 _ => settings[setting]
                     .as_str()
                     .map(str::to_string)
@@ -944,5 +935,23 @@ mod tests {
         let text = document(false).replace("\"base_depth\":0", "\"base_depth\":\"0\"");
         let err = RunFile::from_json("x.json".into(), &text).unwrap_err().to_string();
         assert!(err.contains("environment.base_depth \"0\" is not a depth"), "{err}");
+    }
+
+    #[test]
+    fn a_hand_edited_json_field_of_another_type_is_refused_with_its_path() {
+        let document = |slice: &str, counted: &str| {
+            format!(
+                r#"{{"settings":{{"workload":"anon"}},"measurements":[{{"placement":"base","faults_per_sec":5,"repetition":1,"slice":1,"run":{{"workers":[{{}}]}}}},{{"placement":"child","faults_per_sec":4,"repetition":1,"slice":{slice},"counted":{counted},"run":{{"workers":[{{}}]}}}}]}}"#
+            )
+        };
+        assert!(RunFile::from_json("x.json".into(), &document("1", "true")).is_ok());
+        // A duplicated slice written 1.0 was no slice number to the duplicate check: it counted.
+        let err = RunFile::from_json("x.json".into(), &document("1.0", "true")).unwrap_err().to_string();
+        assert!(err.contains("x.json: measurements[1].slice 1.0 is not a whole number"), "{err}");
+        // A string is no flag: "false" counted the slice.
+        let err = RunFile::from_json("x.json".into(), &document("1", "\"false\"")).unwrap_err().to_string();
+        assert!(err.contains("x.json: measurements[1].counted \"false\" is not true or false"), "{err}");
+        let err = RunFile::from_json("x.json".into(), &document("1", "true").replace("\"anon\"", "7")).unwrap_err();
+        assert!(err.to_string().contains("settings.workload 7 is not text"), "{err}");
     }
 }

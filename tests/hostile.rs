@@ -1321,6 +1321,46 @@ fn qemu_guest_share_with_a_dangling_link_is_refused_by_the_checks() {
     assert!(!out.exists(), "--check made OUTDIR");
 }
 
+/// An outside SIGCONT sent to one worker alone, over and over: the crew is frozen again and
+/// read again, waiting for that worker's stop alone; before, the freeze waited for a new stop
+/// report from every worker, and those that had stayed stopped sent none, so the slice failed
+/// after 5 s blaming a worker never signalled ("base FAILED in slice 6: worker N did not stop").
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn an_outside_sigcont_to_one_worker_fails_no_slice() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("one.csv");
+    let args = ["--base", BASE, "--cgroup", "child", "--duration", "3", "--slices", "60"];
+    let child = spawn(&[&args[..], &["--csv", csv.to_str().unwrap()]].concat());
+    let pid = child.id();
+    wait_running(&base, pid);
+    std::thread::sleep(Duration::from_millis(300));
+    let until = std::time::Instant::now() + Duration::from_secs(2);
+    let mut signalled = std::collections::BTreeSet::new();
+    while std::time::Instant::now() < until {
+        // The lowest worker pid: one worker of one crew (another once a crew retires).
+        if let Some(worker) = faultscale_processes().into_iter().filter(|&p| p != pid).min() {
+            signalled.insert(worker);
+            // SAFETY: kill(2) with a pid this test listed as the run's and a valid signal.
+            unsafe { libc::kill(worker as i32, libc::SIGCONT) };
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
+    let stderr = text(&output.stderr);
+    eprintln!("SIGCONT sent to {} worker(s) in turn, one at a time", signalled.len());
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("FAILED") && !stderr.contains("did not stop"), "{stderr}");
+    let rows = read_csv(&csv);
+    for placement in ["base", "child"] {
+        let slices = rows.iter().filter(|r| r["placement"] == placement && r["cpu"].is_empty()).count();
+        assert_eq!(slices, 60, "{placement}: every slice measured\n{stderr}");
+    }
+}
+
 /// An outside SIGCONT sent to the workers over and over (a debugger, a job-control script)
 /// sets a frozen worker running while its counters are read: each reading is checked to be of
 /// stopped workers and taken again after another freeze, so no slice counts time its workers

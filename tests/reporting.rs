@@ -166,7 +166,7 @@ fn a_json_file_with_a_byte_order_mark_is_read() {
     let out = faultscale(&["compare", path.to_str().unwrap(), path.to_str().unwrap()]);
     let said = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("child: run.overran \"true\" is not true or false"), "{said}");
+    assert!(said.contains("measurements[1].run.overran \"true\" is not true or false"), "{said}");
 }
 
 /// #24.10: a finite but impossible rate is refused in one line by compare and plot, at once.

@@ -29,9 +29,17 @@ pub fn check_interrupt() -> Result<()> {
 /// SIGSTOP again to a worker not yet stopped, heeds stop signals, and gives up after
 /// FREEZE_TIMEOUT naming the worker.
 pub fn freeze(workers: &mut Workers, slots: &Slots) -> Result<()> {
+    let every: Vec<usize> = (0..workers.processes.len()).collect();
+    freeze_these(workers, slots, &every)
+}
+
+/// Freezes the crew again (one SIGSTOP to its group) and waits for the stop reports of the
+/// processes in `running` alone: those an outside SIGCONT set running. The others stayed
+/// stopped, and a stopped process sends no new report for another SIGSTOP.
+pub fn freeze_these(workers: &mut Workers, slots: &Slots, running: &[usize]) -> Result<()> {
     workers.signal_all(Signal::SIGSTOP)?;
     let deadline = monotonic_ns() + FREEZE_TIMEOUT.as_nanos() as u64;
-    for process in 0..workers.processes.len() {
+    for &process in running {
         let mut polls = 0u32;
         loop {
             match workers.poll_stop(process) {

@@ -13,7 +13,7 @@ use anyhow::{Result, anyhow, bail};
 use nix::sys::signal::Signal;
 use nix::unistd::getpid;
 
-use super::control::{check_interrupt, freeze, take_paused, wait_ready, wait_until};
+use super::control::{check_interrupt, freeze, freeze_these, take_paused, wait_ready, wait_until};
 use super::result::HarnessTimes;
 use super::slots::{STATE_DONE, Slots};
 use super::snapshot::{Deltas, Snapshot, TaskCounts};
@@ -48,10 +48,18 @@ const SETTLE_NS: u64 = 500_000;
 /// How many times a crew found running after its freeze is frozen and read again.
 const FROZEN_READS: usize = 3;
 
-/// A slice longer than asked by more than this (besides 10%) overran: the harness was
-/// stopped or starved. Short slices end late by a wakeup's latency, which costs nothing: the
-/// cost per fault counts only time on the CPU.
-const OVERRUN_SLACK_NS: u64 = 50_000_000;
+/// A slice overran (the harness was stopped or starved, its rate not comparable) when it
+/// measured more than 10% longer than its slice and more than OVERRUN_SLACK_NS longer: the
+/// slack is a late wakeup and the freeze itself (4.8 ms for 256 workers), which cost nothing
+/// per fault (the cost per fault counts only time on the CPU) and would flag every short slice
+/// of a large crew.
+const OVERRUN_SLACK_NS: u64 = 5_000_000;
+
+/// Whether a slice of `slice_ns` that measured `elapsed_ns` overran (OVERRUN_SLACK_NS).
+pub fn overran(elapsed_ns: u64, slice_ns: u64) -> bool {
+    let late = elapsed_ns.saturating_sub(slice_ns);
+    late as f64 > 0.1 * slice_ns as f64 && late > OVERRUN_SLACK_NS
+}
 
 /// What one slice measures: which placement (the baseline and `control` share a cgroup but
 /// not a crew), its workers' CPUs and the cgroup each worker runs in (`leaf` itself, or for
@@ -340,20 +348,32 @@ impl Crew {
     /// Freezes the crew and reads its snapshot, checked to be of a frozen crew: a worker an
     /// outside SIGCONT set running after the freeze saw it stopped would move its counters
     /// while they are read (with `kill -CONT` in a loop a worker's time on CPU came to 2.07
-    /// times its slice). Such a crew is frozen and read again, up to FROZEN_READS times, then
-    /// the slice fails. Returns when the freeze that held ended, with the snapshot.
+    /// times its slice). Such a crew is frozen again, waiting for the workers that ran alone
+    /// (the others stayed stopped and report nothing new), and read again, up to FROZEN_READS
+    /// times; then the slice fails, naming the workers that kept running. Returns when the
+    /// freeze that held ended, with the snapshot.
     fn freeze_and_read(&mut self) -> Result<(u64, Snapshot)> {
-        for _ in 0..FROZEN_READS {
-            freeze(&mut self.workers, &self.slots)?;
+        freeze(&mut self.workers, &self.slots)?;
+        let mut running: Vec<usize> = Vec::new();
+        for read in 1..=FROZEN_READS {
+            if read > 1 {
+                let mut processes: Vec<usize> =
+                    running.iter().map(|&slot| self.workers.process_index_of(slot)).collect();
+                processes.dedup();
+                freeze_these(&mut self.workers, &self.slots, &processes)?;
+            }
             let frozen_ns = monotonic_ns();
             let (snapshot, states) = self.snapshot_with_states()?;
-            if states.iter().all(|s| matches!(s, Some('T' | 't'))) {
+            running = (0..states.len()).filter(|&slot| !matches!(states[slot], Some('T' | 't'))).collect();
+            if running.is_empty() {
                 return Ok((frozen_ns, snapshot));
             }
         }
+        let named: Vec<String> =
+            running.iter().map(|&slot| format!("worker {} on CPU {}", self.tids[slot], self.cpus[slot])).collect();
         Err(super::WorkerDied::because(format!(
-            "the workers on CPUs {} kept running after being frozen {FROZEN_READS} times: something outside sends them SIGCONT",
-            crate::text::format_cpu_list(&self.cpus)
+            "{} kept running after being frozen {FROZEN_READS} times: something outside sends SIGCONT",
+            named.join(", ")
         ))
         .into())
     }
@@ -584,8 +604,7 @@ pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> 
         kernel_source: facts.source,
         samples,
         // Fixed work has no time to overrun: a pause (Ctrl-Z) is what makes it not comparable.
-        overran: facts.paused
-            || (!facts.fixed && (elapsed_ns as f64) > 1.1 * facts.duration_ns as f64 + OVERRUN_SLACK_NS as f64),
+        overran: facts.paused || (!facts.fixed && overran(elapsed_ns, facts.duration_ns)),
         memcg: deltas.memcg,
         psi_scope: deltas.psi_scope,
         profile: None,
@@ -635,6 +654,20 @@ fn open_perf(tids: &[i32], warn: &mut dyn FnMut(Notice)) -> (Vec<WorkerPerf>, Ke
 mod tests {
     use super::*;
     use crate::run::snapshot::WorkerDelta;
+
+    #[test]
+    fn a_slice_overran_past_ten_percent_and_five_ms() {
+        let ms = 1_000_000;
+        // A 25 ms slice that took 75 ms overran (it passed under a 50 ms slack before).
+        assert!(overran(75 * ms, 25 * ms));
+        assert!(overran(31 * ms, 25 * ms));
+        // Within 5 ms: a late wakeup and the freeze, though past 10% of a short slice.
+        assert!(!overran(30 * ms, 25 * ms));
+        // Within 10% of a long slice, though past 5 ms.
+        assert!(!overran(1_100 * ms, 1_000 * ms));
+        assert!(overran(1_101 * ms, 1_000 * ms));
+        assert!(!overran(20 * ms, 25 * ms), "a short slice did not overrun");
+    }
 
     fn facts(fixed: bool) -> SliceFacts {
         SliceFacts {

@@ -87,6 +87,11 @@ impl Workers {
         self.processes[self.slot_process[slot]]
     }
 
+    /// The index of the process worker `slot` runs in.
+    pub fn process_index_of(&self, slot: usize) -> usize {
+        self.slot_process[slot]
+    }
+
     pub fn signal_all(&self, signal: Signal) -> Result<()> {
         let group = self.group.expect("at least one worker");
         killpg(group, signal).map_err(|e| anyhow!("sending {signal} to the workers: {e}"))
