@@ -15,9 +15,12 @@ halt() {
 }
 mount -t sysfs sysfs /sys && mount -t devtmpfs devtmpfs /dev || halt "mounting sysfs and devtmpfs"
 release=$(uname -r)
+# (None listed: a kernel file given without --modules, its drivers built in.)
+order=/lib/modules/$release/load-order
+[ -f "$order" ] || order=/dev/null
 while read -r module; do
     insmod "/lib/modules/$release/$module" || halt "insmod $module"
-done < "/lib/modules/$release/load-order"
+done < "$order"
 mount -t 9p -o trans=virtio,version=9p2000.L,ro in /in || halt "mounting the 9p share in"
 set -a
 . /in/settings
