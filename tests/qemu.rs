@@ -379,6 +379,8 @@ fn qemu_guest_refuses_bad_arguments_before_booting() {
         ([vec![s("--mem"), s("999999999")], positional(s(package))].concat(), "more than this machine's"),
         (vec![s(package), s("/proc/nope"), p(&job), p(&binary)], "OUTDIR /proc/nope cannot be made"),
         (positional(p(&binary)), "is an ELF file but no Linux kernel"),
+        ([vec![s("--disk"), p(&dir.join("missing.img"))], positional(s(package))].concat(), "--disk"),
+        ([vec![s("--disk"), p(dir)], positional(s(package))].concat(), "not a file (a raw disk image)"),
     ];
     for (args, message) in cases {
         let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();

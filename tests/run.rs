@@ -107,7 +107,11 @@ fn perf_counters_agree_with_the_loop() {
         let faults: f64 = record[column("faults")].parse().unwrap();
         let kernel: f64 = record[column("kernel_faults")].parse().unwrap();
         assert_eq!(&record[column("kernel_count_source")], "perf");
-        assert!(faults > 0.0 && (faults - kernel).abs() <= 0.01 * kernel, "loop {faults} vs perf {kernel}");
+        // Besides 1%, one iteration's pages (256 at most): the faults of an iteration the
+        // freeze cut short are the kernel's, not yet the loop's. Where a slice faults some
+        // ten thousand times (an emulated QEMU guest: 13,824 by the loop, 13,987 by perf), 1%
+        // alone is less than that.
+        assert!(faults > 0.0 && (faults - kernel).abs() <= 0.01 * kernel + 256.0, "loop {faults} vs perf {kernel}");
         rows += 1;
     }
     assert_eq!(rows, 2);

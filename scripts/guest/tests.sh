@@ -28,8 +28,15 @@ ln -s /proc/self/fd /dev/fd
 ln -s /proc/self/fd/0 /dev/stdin
 ln -s /proc/self/fd/1 /dev/stdout
 ln -s /proc/self/fd/2 /dev/stderr
-# The ext4 disk guest-run attaches (ubd1): where tests find a disk-backed directory.
-if mknod /dev/ubdb b 98 16 && mkdir -p /run/disk && mount -t ext4 /dev/ubdb /run/disk; then
+# The ext4 disk guest-run attaches (user-mode-linux's ubd1, QEMU's virtio vda): where tests
+# find a disk-backed directory.
+if [ -r /sys/block/vda/dev ]; then
+    IFS=: read -r major minor < /sys/block/vda/dev
+    mknod /dev/guestdisk b "$major" "$minor"
+else
+    mknod /dev/guestdisk b 98 16
+fi
+if mkdir -p /run/disk && mount -t ext4 /dev/guestdisk /run/disk; then
     FAULTSCALE_DISK_TMPDIR=/run/disk
     export FAULTSCALE_DISK_TMPDIR
 fi

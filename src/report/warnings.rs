@@ -40,7 +40,8 @@ pub enum Warning {
     StartSkew { placement: String, slice: String, skew_us: f64 },
     /// Fixed work during which the run was stopped (Ctrl-Z): its time includes the stop.
     PausedFixedWork { placement: String, slice: String, measured_s: f64 },
-    /// A slice ran more than 10% longer than asked: stopped (Ctrl-Z) or starved.
+    /// A slice ran longer than asked by more than 10% plus 50 ms (`run::slice::overran`):
+    /// stopped (Ctrl-Z) or starved.
     Overran { placement: String, slice: String, measured_s: f64, asked_s: f64 },
     /// A worker was on its CPU less than 95% of the time (or of its share of one), and the
     /// kernel keeps no schedstat to say whether it waited or was blocked.

@@ -56,7 +56,8 @@ pub struct Row {
     pub run_complete: bool,
     pub thp_enabled: String,
     pub governor: String,
-    /// true when the measured time exceeded the time asked for by more than 10% (stopped or
+    /// true when the measured time exceeded the time asked for by more than 10% plus 50 ms
+    /// (`run::slice::overran`: stopped or
     /// starved): the rate is not comparable with the others.
     pub overran: bool,
     /// What the memcg did in the slice (deltas; empty where the kernel has no such counter here,

@@ -64,7 +64,8 @@ pub struct PlacementRun {
     pub memcg_pgfault: Option<u64>,
     pub kernel_source: KernelCountSource,
     pub samples: Vec<Sample>,
-    /// The measured time exceeded the time asked for by more than 10%: the harness or the
+    /// The measured time exceeded the time asked for by more than 10% plus 50 ms
+    /// (`slice::overran`): the harness or the
     /// workers were stopped (Ctrl-Z) or starved (overload, far more tasks than CPUs).
     pub overran: bool,
     /// What the memcg did during the slice: its counters' deltas (reclaim, limit hits, stall
