@@ -1,4 +1,4 @@
-//! Edges a hostile user found (issue 29): signals the README promised to handle, a shared
+//! Edges a hostile user found: signals the README promised to handle, a shared
 //! --profile-dir, `cleanup` and `env` saying what is not so, and up-front checks that missed.
 
 mod common;

@@ -207,7 +207,7 @@ fn pure_v2_at_the_true_root() {
     assert!(rows[0]["cgroup_path"].ends_with("-base"), "{}", rows[0]["cgroup_path"]);
     assert!(read(dir, "deleg-baseline.out").contains("base/child overhead"), "{}", read(dir, "deleg-baseline.out"));
 
-    // Session shape: --base self refused in one line as a usage error (#24.16: exit 2, not 1),
+    // Session shape: --base self refused in one line as a usage error (exit 2, not 1),
     // nothing created, the other process where it was; --base new works beside it.
     assert_eq!(rc(dir, "session-self"), 2);
     let err = read(dir, "session-self.err");

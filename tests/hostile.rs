@@ -1,4 +1,4 @@
-//! A hostile user's runs (issue 17), one test per finding: outputs that are not plain files,
+//! A hostile user's runs, one test per finding: outputs that are not plain files,
 //! results that must survive what happens after the measurement, cleanup across PID
 //! namespaces, inputs that would hang `plot` and `compare`, signals, Ctrl-Z, degenerate
 //! figures, colliding names, and warnings that must say what really happened.
@@ -39,7 +39,7 @@ fn is_char_device(path: &Path) -> bool {
     std::fs::symlink_metadata(path).unwrap().file_type().is_char_device()
 }
 
-/// #24.16: listings, completions and the man page to a full device (the test's own node, like
+/// Listings, completions and the man page to a full device (the test's own node, like
 /// /dev/full) say so in one line and exit 1: no panic, no silent success.
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
@@ -115,7 +115,7 @@ fn bad_outputs_are_refused_before_anything_runs() {
     let slash = format!("{}/", dir.path().join("sub").display());
     let fifo = dir.path().join("lonely");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    // #24.11: one new file spelled two ways, through `..` and through a symlinked directory.
+    // One new file spelled two ways, through `..` and through a symlinked directory.
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::os::unix::fs::symlink("sub", dir.path().join("link")).unwrap();
     let (up, linked) = (dir.path().join("sub/../same"), dir.path().join("link/n.csv"));
@@ -153,7 +153,7 @@ fn bad_outputs_are_refused_before_anything_runs() {
     assert!(said.contains("standard output is closed") && said.lines().count() == 1, "{said}");
 }
 
-/// #24.11: `--json /dev/stdout` is stdout by another name: the table goes to stderr, as with
+/// `--json /dev/stdout` is stdout by another name: the table goes to stderr, as with
 /// `--json -`, and stdout holds the JSON alone.
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
@@ -167,7 +167,7 @@ fn stdout_by_another_name_holds_only_its_output() {
     assert!(text(&output.stderr).contains("base/child overhead"), "the table went to stderr");
 }
 
-/// #24.8: a second run naming the output a live run writes is refused at once; the first
+/// A second run naming the output a live run writes is refused at once; the first
 /// run's results are kept whole.
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
@@ -230,7 +230,7 @@ fn drain(mut pipe: impl Read + Send + 'static) -> std::sync::Arc<std::sync::Mute
     text
 }
 
-/// #24.4: an output whose reader stopped reading (a FIFO held open, a pipe on stdout) holds
+/// An output whose reader stopped reading (a FIFO held open, a pipe on stdout) holds
 /// the run only until a stop signal: SIGTERM or SIGINT after the measuring ends the write,
 /// names the output and exits 128+signal.
 #[test]
@@ -348,7 +348,7 @@ fn results_survive_a_closed_stdout_and_a_closed_stderr() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert_eq!(read_csv(&piped).len(), 2);
 
-    // #24.9: `faultscale ... | true` without an output file: no word of files being written.
+    // `faultscale ... | true` without an output file: no word of files being written.
     let mut child =
         Command::new(binary()).args(args(&[])).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     drop(child.stdout.take());
@@ -704,7 +704,7 @@ fn compare_keeps_the_default_signal_behaviour() {
     assert!(output.status.success() || output.status.signal() == Some(libc::SIGTERM), "{:?}", output.status);
 }
 
-/// #24.12: a --profile-dir on a read-only filesystem is refused before anything is measured
+/// A --profile-dir on a read-only filesystem is refused before anything is measured
 /// (the test's own read-only tmpfs, in a mount namespace of its own).
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
@@ -781,7 +781,7 @@ fn a_profile_dir_that_cannot_be_made_is_refused_by_the_checks_too() {
     assert!(!Path::new("/proc/faultscale-graphs").exists());
 }
 
-/// #24.6: `nohup faultscale ...`: a signal ignored at start stays ignored, in the harness and
+/// `nohup faultscale ...`: a signal ignored at start stays ignored, in the harness and
 /// its workers; the run ends on its own with every slice.
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
@@ -876,7 +876,7 @@ fn sigkill_leaves_a_run_directory_that_cleanup_removes_and_another_kernels_is_ke
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(files_in(dir.path()).len(), 1, "the killed run's directory");
-    // #24.3: the directory as another kernel's run leaves it (a guest sharing /tmp through
+    // The directory as another kernel's run leaves it (a guest sharing /tmp through
     // hostfs, where this kernel cannot see that run's lock): kept, named, exit 1.
     let run_dir = dir.path().join(&files_in(dir.path())[0]);
     let this_boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
@@ -928,7 +928,7 @@ fn ctrl_z_stops_the_workers_and_the_slice_is_flagged() {
     assert_eq!(rows[0]["overhead_vs_baseline"], "");
 }
 
-/// #24.2: Ctrl-Z during fixed work (--iterations) flags the slice: its time includes the stop.
+/// Ctrl-Z during fixed work (--iterations) flags the slice: its time includes the stop.
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn ctrl_z_during_fixed_work_flags_the_slice() {
@@ -1045,7 +1045,7 @@ fn warnings_say_what_really_happened() {
     let output = child.wait_with_output().unwrap();
     assert_nothing_left(&base, pid);
     let said = text(&output.stderr);
-    // #29.1: the slices on disk are kept: the baseline's, and the child's where it finished
+    // The slices on disk are kept: the baseline's, and the child's where it finished
     // before the signal; a round the stop cut short is flagged, in no figure.
     let rows = read_csv(&csv);
     let slices = if rows.len() == 1 { "1 slice".to_string() } else { format!("{} slices", rows.len()) };
@@ -1060,7 +1060,7 @@ fn warnings_say_what_really_happened() {
     assert_eq!(document["complete"], serde_json::Value::Bool(false));
 }
 
-/// #24.16: a `--tmpdir` that cannot take the run's directory is one usage error (exit 2), the
+/// A `--tmpdir` that cannot take the run's directory is one usage error (exit 2), the
 /// same for every file workload (read-only was exit 1 for file-shared, 2 for fallocate1), and a
 /// place out of inodes says so (ENOSPC with free blocks read "cannot create a file" alone),
 /// for the tmpdir and for an output file alike. Both filesystems are the test's own tmpfs
@@ -1107,7 +1107,7 @@ fn a_tmpdir_or_output_place_that_cannot_take_files_is_named_why() {
     assert!(faultscale_processes().is_empty());
 }
 
-/// #24.16: more tasks per CPU than a slice has scheduler turns is refused before anything
+/// More tasks per CPU than a slice has scheduler turns is refused before anything
 /// starts (4096 tasks on 2 CPUs ran 142 s with every slice overran, and exited 0). One CPU
 /// named, so the figures do not depend on the machine.
 #[test]
@@ -1131,7 +1131,7 @@ fn more_workers_per_cpu_than_a_slice_has_turns_is_refused() {
     assert!(started.elapsed() < Duration::from_secs(3));
 }
 
-/// #24.16: the reader of `--csv -` gone before the results: the error names the output.
+/// The reader of `--csv -` gone before the results: the error names the output.
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_broken_pipe_on_an_output_names_it() {

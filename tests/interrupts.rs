@@ -90,7 +90,7 @@ fn a_second_ctrl_c_does_not_abandon_cleanup_and_completed_repetitions_are_kept()
     let rows = read_csv(&csv);
     assert!(!rows.is_empty());
     // Every completed slice is written; only those of the round the stop cut short are flagged
-    // (and in no figure), so the counted ones pair up (#29.1).
+    // (and in no figure), so the counted ones pair up.
     let counted = rows.iter().filter(|r| r["counted"] == "true").count();
     assert_eq!(counted % 2, 0, "counted slices come in whole rounds: {rows:?}");
     assert!(rows.iter().filter(|r| r["round_complete"] == "false").count() <= 1, "{rows:?}");

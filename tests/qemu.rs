@@ -372,7 +372,7 @@ fn qemu_guest_refuses_bad_arguments_before_booting() {
         (vec![s(package), p(&out), p(&dir.join("missing.sh")), p(&binary)], "JOB"),
         (vec![s(package), p(&out), p(&job), p(&dir.join("missing"))], "BINARY"),
         (vec![s(package), p(&file), p(&job), p(&binary)], "OUTDIR"),
-        // What QEMU or the guest could never take, refused before the boot (issue 29).
+        // What QEMU or the guest could never take, refused before the boot.
         ([vec![s("--smp"), s("100000")], positional(s(package))].concat(), "more than QEMU's q35 machine takes"),
         ([vec![s("--smp"), s("99999999999999999999")], positional(s(package))].concat(), "far more than a guest"),
         ([vec![s("--smp"), s("4,sockets=3")], positional(s(package))].concat(), "4 CPUs do not split as sockets=3"),
@@ -439,7 +439,7 @@ fn kernel_ab_refuses_bad_arguments_before_booting() {
         (vec!["--mem", "10", a, a, "--"], env(&out), "at least 512"),
         (vec![a, a, "--"], env(&vmlinux), "KERNEL_AB_OUT"),
         (vec![a, a, "--"], vec![("KERNEL_AB_OUT", os(&out)), ("FAULTSCALE", "/bin/true".into())], "is not faultscale"),
-        // faultscale's own arguments, parsed by the binary before any boot (issue 29).
+        // faultscale's own arguments, parsed by the binary before any boot.
         (vec![a, a, "--", "--duration", "0"], env(&out), "ARGS: --duration \"0\""),
         (vec![a, a, "--", "--bogus-option"], env(&out), "'--bogus-option'"),
         (vec![a, a, "--", "--json", "/tmp/x"], env(&out), "kernel-ab writes each guest's JSON itself"),

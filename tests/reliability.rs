@@ -42,7 +42,7 @@ fn write_run(path: &std::path::Path, kernel: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-/// #29.14: with standard output closed, the commands that print there say so and exit 2
+/// With standard output closed, the commands that print there say so and exit 2
 /// before doing anything, rather than exit 0 with their output gone; `plot`, which prints
 /// nothing there, still works.
 #[test]
@@ -75,7 +75,7 @@ fn holds_control(bytes: &[u8]) -> bool {
     String::from_utf8_lossy(bytes).chars().any(|c| c.is_control() && c != '\n')
 }
 
-/// #29.10: a placement, workload or kernel cell holding ESC, CR or an OSC sequence, and a
+/// A placement, workload or kernel cell holding ESC, CR or an OSC sequence, and a
 /// profile's description holding them, reach the terminal escaped (as boot-id files are), in
 /// every format of `compare` and in its warnings.
 #[test]
@@ -113,7 +113,7 @@ fn control_characters_in_files_reach_the_terminal_escaped() {
     );
 }
 
-/// #29.3: `compare` no longer trusts the inside of a file. Rows of a 1M-chunk and a 4M-chunk run
+/// `compare` no longer trusts the inside of a file. Rows of a 1M-chunk and a 4M-chunk run
 /// in one file are refused (exit 2, one line naming the file and the column), as are rows of two
 /// kernels; the same rows twice are left out and counted, not taken as more slices; rows only in
 /// BASE are named as NEW's are.
@@ -174,7 +174,7 @@ fn compare_refuses_mixed_files_drops_repeated_rows_and_names_unmatched_ones() {
     assert!(said.contains("new.csv: 1 row(s) have no match in") && said.contains("anon process 2t child"), "{said}");
 }
 
-/// #29.8: with `--tasks 1,3` on fewer CPUs than tasks, every `--samples-csv` row and every
+/// With `--tasks 1,3` on fewer CPUs than tasks, every `--samples-csv` row and every
 /// per-CPU row is told apart by its columns (tasks and the worker's index), not by its order.
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
@@ -240,7 +240,7 @@ fn svg_labels(path: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-/// #29.9: `plot` says what the rates count (ops for fallocate1, not faults), names each bar's
+/// `plot` says what the rates count (ops for fallocate1, not faults), names each bar's
 /// workload in a file of two, numbers the x axis of a depth chart of depths 0 and 1, and exits 2
 /// on an `-o` that is no chart format, as on a missing directory.
 #[test]
@@ -293,7 +293,7 @@ fn disk_dir() -> Option<std::path::PathBuf> {
     [std::env::temp_dir(), "/var/tmp".into()].into_iter().find(|d| d.is_dir() && on_disk(d))
 }
 
-/// #29.2: the file-shared loops count pages written, and say so (`pages`, as usemem-file), since
+/// The file-shared loops count pages written, and say so (`pages`, as usemem-file), since
 /// on a disk file system one fault maps several (fault-around, large page-cache folios: the
 /// loop counted 3,346,596, the kernel 284,430); the warning names fault-around and the
 /// measured pages per fault, where it blamed "other sources of faults".

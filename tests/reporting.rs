@@ -84,7 +84,7 @@ fn compare_marks_real_changes_and_not_noise() {
     assert!(text(&refused.stderr).contains("no workload column"), "{}", text(&refused.stderr));
 }
 
-/// #24.1: a slice that overran is in the file, flagged, and in no figure of compare or plot.
+/// A slice that overran is in the file, flagged, and in no figure of compare or plot.
 #[test]
 fn compare_and_plot_leave_overran_slices_out() {
     let dir = tempfile::tempdir().unwrap();
@@ -112,7 +112,7 @@ fn compare_and_plot_leave_overran_slices_out() {
     assert!(text(&plotted.stderr).contains("1 slice(s) overran their time"), "{}", text(&plotted.stderr));
 }
 
-/// #24.15: `plot -o` follows the output rules: a read-only file is kept, a FIFO without a
+/// `plot -o` follows the output rules: a read-only file is kept, a FIFO without a
 /// reader and a directory are refused at once, a symlink's target is written.
 #[test]
 fn plot_output_follows_the_rules_of_every_output() {
@@ -146,7 +146,7 @@ fn plot_output_follows_the_rules_of_every_output() {
     assert_eq!(leftovers.len(), 6, "no temporary files: {leftovers:?}");
 }
 
-/// #24.16: a JSON file saved with a byte-order mark is still JSON, not "a --csv file?".
+/// A JSON file saved with a byte-order mark is still JSON, not "a --csv file?".
 #[test]
 fn a_json_file_with_a_byte_order_mark_is_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -169,7 +169,7 @@ fn a_json_file_with_a_byte_order_mark_is_read() {
     assert!(said.contains("measurements[1].run.overran \"true\" is not true or false"), "{said}");
 }
 
-/// #24.10: a finite but impossible rate is refused in one line by compare and plot, at once.
+/// A finite but impossible rate is refused in one line by compare and plot, at once.
 #[test]
 fn figures_no_machine_produces_are_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -193,7 +193,7 @@ fn figures_no_machine_produces_are_refused_at_once() {
         assert!(started.elapsed() < std::time::Duration::from_secs(5), "took {:?}", started.elapsed());
         assert!(!dir.path().join("x.svg").exists());
     }
-    // #24.16: a column compare does not use is checked like those it does.
+    // A column compare does not use is checked like those it does.
     let path = dir.path().join("inf.csv");
     std::fs::write(&path, "workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline,steal_s\nanon,process,2,root,,1000,,0\nanon,process,2,child,,900,1.1,inf\n").unwrap();
     let out = faultscale(&["compare", path.to_str().unwrap(), path.to_str().unwrap()]);
@@ -310,7 +310,7 @@ fn compare_refuses_rows_measured_with_other_settings() {
     assert!(text(&comparable.stderr).contains("run_complete=false"), "{}", text(&comparable.stderr));
 }
 
-/// #24.13: the file compare reads is the file it checked. A symlink flipped between a result
+/// The file compare reads is the file it checked. A symlink flipped between a result
 /// file and a FIFO while compare runs must never block (a FIFO opened for reading waits for a
 /// writer) nor be read as a result: each run compares, or refuses a non-regular file.
 #[test]

@@ -185,7 +185,7 @@ fn sigterm_mid_run_stops_workers_and_removes_cgroups() {
     let output = child.wait_with_output().unwrap();
     assert_nothing_left(&base, pid);
     assert_eq!(output.status.code(), Some(143), "{}", text(&output.stderr));
-    // The slices measured before the signal are kept (#29.1), flagged run_complete=false;
+    // The slices measured before the signal are kept, flagged run_complete=false;
     // no temporary file beside the CSV.
     let files = files_in(dir.path());
     assert!(files.len() <= 1, "{files:?}");
@@ -215,9 +215,9 @@ fn bad_input_is_one_line_and_creates_nothing() {
         (&["--base", "../.."], "--base"),
         (&["--chunk", "123"], "--chunk"),
         (&["--repeat", "0"], "--repeat"),
-        // #24.12: an empty --profile-dir is no directory (it wrote into the current one).
+        // An empty --profile-dir is no directory (it wrote into the current one).
         (&["--profile-dir", ""], "--profile-dir"),
-        // #24.16: a pseudo filesystem holds no workload's files (read-only: nothing is made).
+        // A pseudo filesystem holds no workload's files (read-only: nothing is made).
         (&["--workload", "file-shared", "--tmpdir", "/proc"], "--tmpdir"),
     ];
     for (args, option) in cases {

@@ -53,7 +53,7 @@ fn every_workload_runs_counts_and_cleans_up_in_both_modes() {
                 assert_eq!(row["unit"], "loops");
                 assert!(number(row, "kernel_faults") < 0.001 * number(row, "faults"), "{context}");
             } else {
-                // file-shared counts pages written: on a disk one fault may map several (#29.2).
+                // file-shared counts pages written: on a disk one fault may map several.
                 assert_eq!(row["unit"], if workload == "file-shared" { "pages" } else { "faults" });
                 assert!(number(row, "kernel_faults") > 0.0, "{context}");
                 assert!(number(row, "memcg_pgfault") > 0.0, "{context}");
@@ -168,7 +168,7 @@ fn will_it_scale_page_faults_count_every_page() {
             assert!(faults > 100.0, "{workload}: {faults}");
             let agree = (faults - kernel).abs() <= 0.01 * kernel + number(&row, "tasks");
             let unit = if workload == "page_fault3" { "pages" } else { "faults" };
-            assert_eq!(row["unit"], unit, "{workload}: page_fault3 counts pages written (#29.2)");
+            assert_eq!(row["unit"], unit, "{workload}: page_fault3 counts pages written");
             let said = text(&output.stderr).contains(&format!("loop counted {faults} {unit}, the kernel {kernel}"));
             assert!(agree || said, "{workload}: {faults} vs {kernel}, and no warning");
         }

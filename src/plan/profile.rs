@@ -361,7 +361,7 @@ mod tests {
             ("[[level]]\n\"memory.low\" = \"0%\"\n", "t.toml:3: memory.low: \"0\"% is not a percentage"),
             ("[[level]]\n\"memory.low\" = \"101%\"\n", "t.toml:3: memory.low: \"101\"%"),
             ("[[level]]\n\"memory.low\" = \"x%\"\n", "t.toml:3: memory.low: \"x\"%"),
-            // #24.16: a share that leaves a memcg a few pages OOM-kills every worker.
+            // A share that leaves a memcg a few pages OOM-kills every worker.
             ("[[level]]\n\"memory.max\" = \"0.0000001%\"\n", "t.toml:3: memory.max = \"0.0000001%\" is 0 bytes"),
             ("[[level]]\n\"memory.low\" = \"-5%\"\n", "t.toml:3: memory.low: \"-5\"%"),
             ("[[level]]\n\"memory.low\" = \"50% of disk\"\n", "t.toml:3: memory.low: \"of disk\" after the %"),

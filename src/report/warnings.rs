@@ -293,7 +293,7 @@ mod tests {
             unit: "faults",
         };
         assert!(counts.to_string().contains("(-1.00%)"), "{counts}");
-        // #29.2: pages written to an ext4 file, 11.8 a fault: fault-around named, with the figure.
+        // Pages written to an ext4 file, 11.8 a fault: fault-around named, with the figure.
         let around = Warning::CountsDisagree {
             placement: "base".into(),
             slice: "slice 1".into(),

@@ -653,7 +653,7 @@ mod tests {
     fn cleanup_searches_every_default_directory() {
         let dirs = default_tmpdirs();
         assert!(dirs.contains(&"/tmp"));
-        // #24.7: page_fault2/3 and fallocate1 put their files in /dev/shm where it exists.
+        // Page_fault2/3 and fallocate1 put their files in /dev/shm where it exists.
         assert_eq!(dirs.contains(&"/dev/shm"), std::path::Path::new("/dev/shm").is_dir(), "{dirs:?}");
         assert!(WORKLOADS.iter().all(|f| dirs.contains(&f.kind.default_tmpdir())));
     }
