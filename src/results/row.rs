@@ -169,3 +169,34 @@ impl Row {
 fn complete() -> bool {
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README's column table names every column the row type writes, in its order, and no
+    /// other: a new column is one field here and one line there, and CI fails on either alone.
+    #[test]
+    fn the_readme_column_table_is_the_row_type() {
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        writer.serialize(Row::default()).unwrap();
+        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        let written: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+        let readme = include_str!("../../README.md");
+        let table = readme.split("## CSV columns").nth(1).expect("the README's CSV columns section");
+        let documented: Vec<&str> = table
+            .lines()
+            .skip_while(|line| !line.starts_with("| column |"))
+            .skip(2)
+            .take_while(|line| line.starts_with('|'))
+            .flat_map(|line| line.split('|').nth(1).unwrap().split(',').map(|name| name.trim().trim_matches('`')))
+            .collect();
+        let mut sorted_written = written.clone();
+        sorted_written.sort_unstable();
+        let mut sorted_documented = documented.clone();
+        sorted_documented.sort_unstable();
+        assert_eq!(sorted_documented, sorted_written, "README's CSV columns vs results/row.rs");
+        assert_eq!(written.last(), documented.last(), "the last column, where new ones go");
+    }
+}
+
