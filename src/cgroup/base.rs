@@ -230,7 +230,7 @@ pub fn what_works(hierarchy: &Hierarchy, base: &Path, problems: &[BaseProblem]) 
 /// Processes in `dir` other than this one.
 pub fn foreign_processes(dir: &Path) -> Result<usize> {
     let own = std::process::id().to_string();
-    Ok(cgfs::read(&dir.join("cgroup.procs"))?.lines().map(str::trim).filter(|p| !p.is_empty() && *p != own).count())
+    Ok(cgfs::read_procs(dir)?.iter().filter(|p| **p != own).count())
 }
 
 /// Whether the memory controller is available in `dir` (v2: listed in cgroup.controllers).
@@ -290,7 +290,7 @@ pub fn problems(hierarchy: &Hierarchy, base: &Path, is_root: bool) -> Vec<BasePr
             }
         }
         Version::V1 => {
-            if crate::text::read_line_or(base.join("memory.use_hierarchy"), "1") == "0" {
+            if cgfs::read_use_hierarchy(base) == Some(false) {
                 problems.push(BaseProblem::FlatHierarchy);
             }
         }

@@ -39,14 +39,35 @@ pub fn stat_value(text: &str, key: &str) -> Option<u64> {
     })
 }
 
+/// The processes attached to this cgroup: its `cgroup.procs`, the one reader of that file.
+pub fn read_procs(cgroup_dir: &Path) -> Result<Vec<String>> {
+    Ok(read(&cgroup_dir.join("cgroup.procs"))?
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
 /// How many processes are attached to this cgroup.
 pub fn process_count(cgroup_dir: &Path) -> Result<usize> {
-    Ok(read(&cgroup_dir.join("cgroup.procs"))?.lines().filter(|l| !l.trim().is_empty()).count())
+    Ok(read_procs(cgroup_dir)?.len())
 }
 
 /// Whether any process is attached to this cgroup.
 pub fn has_processes(cgroup_dir: &Path) -> Result<bool> {
-    Ok(!read(&cgroup_dir.join("cgroup.procs"))?.trim().is_empty())
+    Ok(!read_procs(cgroup_dir)?.is_empty())
+}
+
+/// v1's `memory.use_hierarchy`: Some(false) for 0 (children not charged to the cgroup), None
+/// where the file is absent or unreadable (the kernel always charges hierarchically then).
+pub fn read_use_hierarchy(cgroup_dir: &Path) -> Option<bool> {
+    let text = std::fs::read_to_string(cgroup_dir.join("memory.use_hierarchy")).ok()?;
+    match text.trim() {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    }
 }
 
 /// rmdir with a short retry on EBUSY while what holds the cgroup is on its way out (a task
@@ -155,5 +176,22 @@ mod tests {
         assert_eq!(stat_value(text, "pgfault"), Some(10));
         assert_eq!(stat_value(text, "total_pgfault"), Some(99));
         assert_eq!(stat_value(text, "fault"), None);
+    }
+
+    #[test]
+    fn cgroup_procs_and_use_hierarchy_are_read_from_a_fake_cgroupfs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("cgroup.procs"), "12\n 34\n\n").unwrap();
+        assert_eq!(read_procs(dir.path()).unwrap(), ["12", "34"]);
+        assert_eq!((process_count(dir.path()).unwrap(), has_processes(dir.path()).unwrap()), (2, true));
+        std::fs::write(dir.path().join("cgroup.procs"), "").unwrap();
+        assert!(!has_processes(dir.path()).unwrap());
+        assert_eq!(read_use_hierarchy(dir.path()), None, "absent: v2, or a kernel that always charges up");
+        for (text, read) in [("0\n", Some(false)), ("1\n", Some(true)), ("x", None)] {
+            std::fs::write(dir.path().join("memory.use_hierarchy"), text).unwrap();
+            assert_eq!(read_use_hierarchy(dir.path()), read, "{text:?}");
+        }
+        let gone = dir.path().join("gone");
+        assert!(read_procs(&gone).is_err(), "a vanished cgroup is an error, not an empty one");
     }
 }

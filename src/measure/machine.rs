@@ -54,9 +54,22 @@ fn swap() -> String {
     format!("{} ({} MiB)", devices.iter().map(|(d, _)| d.as_str()).collect::<Vec<_>>().join(", "), total_kib / 1024)
 }
 
+/// The running kernel's release (`/proc/sys/kernel/osrelease`, the one reader of it).
+pub fn kernel_release() -> Option<String> {
+    let release = read_line_or("/proc/sys/kernel/osrelease", "");
+    (!release.is_empty()).then_some(release)
+}
+
+/// A THP setting (`enabled`, `defrag`): the option selected in
+/// /sys/kernel/mm/transparent_hugepage/NAME (the one reader of those files).
+pub fn thp_setting(name: &str) -> Option<String> {
+    let text = read_line_or(format!("/sys/kernel/mm/transparent_hugepage/{name}"), "");
+    (!text.is_empty()).then(|| crate::text::selected_option(&text))
+}
+
 /// CONFIG_MEMCG* from the running kernel's config, where a copy is readable.
 fn memcg_config() -> String {
-    let release = read_line_or("/proc/sys/kernel/osrelease", "");
+    let release = kernel_release().unwrap_or_default();
     match std::fs::read_to_string(format!("/boot/config-{release}")) {
         Ok(config) => {
             let options: Vec<&str> = config.lines().filter(|l| l.starts_with("CONFIG_MEMCG")).collect();

@@ -4,7 +4,7 @@ use anyhow::Result;
 
 use crate::cgroup::{self, Version, VersionChoice};
 use crate::run::cpus;
-use crate::text::{format_cpu_list, read_line_or, selected_option};
+use crate::text::{format_cpu_list, read_line_or};
 
 fn line(label: &str, value: impl std::fmt::Display) {
     out!("{:<22}{value}", format!("{label}:"));
@@ -86,9 +86,9 @@ pub fn print(version: VersionChoice, base: &str) -> Result<bool> {
     };
     line("allowed CPUs", format_cpu_list(&cpus::allowed()?));
     line("online CPUs", read_line_or("/sys/devices/system/cpu/online", "unknown"));
-    line("THP enabled", selected_option(&read_line_or("/sys/kernel/mm/transparent_hugepage/enabled", "unavailable")));
-    line("THP defrag", selected_option(&read_line_or("/sys/kernel/mm/transparent_hugepage/defrag", "unavailable")));
-    line("kernel", read_line_or("/proc/sys/kernel/osrelease", "unknown"));
+    line("THP enabled", crate::measure::machine::thp_setting("enabled").unwrap_or_else(|| "unavailable".into()));
+    line("THP defrag", crate::measure::machine::thp_setting("defrag").unwrap_or_else(|| "unavailable".into()));
+    line("kernel", crate::measure::machine::kernel_release().unwrap_or_else(|| "unknown".into()));
     for (name, value) in crate::measure::machine::facts(&cpus::allowed()?) {
         let value = if name == "numa_nodes" { node_count(&value) } else { value };
         line(&name.replace('_', " "), value);

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use crate::cgroup::{Detected, Hierarchy, Layout, Version};
-use crate::text::{format_cpu_list, iso8601_utc, read_line_or, selected_option};
+use crate::text::{format_cpu_list, iso8601_utc, read_line_or};
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Environment {
@@ -83,7 +83,10 @@ impl Environment {
     ) -> Self {
         let RunId { pid, nonce } = *run_id;
         let memory_options = match hierarchy.version {
-            Version::V1 => format!("use_hierarchy={}", read_line_or(base.join("memory.use_hierarchy"), "unknown")),
+            Version::V1 => match crate::cgroup::fs::read_use_hierarchy(base) {
+                Some(on) => format!("use_hierarchy={}", u8::from(on)),
+                None => "use_hierarchy=unknown".into(),
+            },
             Version::V2 => hierarchy.mount_options.clone(),
         };
         let first_cpu = cpus.first().copied().unwrap_or(0);
@@ -101,15 +104,15 @@ impl Environment {
             run_id: format!("{pid}-{nonce:08x}"),
             started_at: iso8601_utc(SystemTime::now()),
             host: read_line_or("/proc/sys/kernel/hostname", "unknown"),
-            kernel: read_line_or("/proc/sys/kernel/osrelease", "unknown"),
+            kernel: crate::measure::machine::kernel_release().unwrap_or_else(|| "unknown".into()),
             layout: detected.layout,
             cgroup_version: hierarchy.version,
             cgroup_mount: hierarchy.mount_point.display().to_string(),
             base_cgroup: hierarchy.cgroup_path(base),
             base_depth,
             cpus: format_cpu_list(cpus),
-            thp_enabled: selected_option(&read_line_or("/sys/kernel/mm/transparent_hugepage/enabled", "unknown")),
-            thp_defrag: selected_option(&read_line_or("/sys/kernel/mm/transparent_hugepage/defrag", "unknown")),
+            thp_enabled: crate::measure::machine::thp_setting("enabled").unwrap_or_else(|| "unknown".into()),
+            thp_defrag: crate::measure::machine::thp_setting("defrag").unwrap_or_else(|| "unknown".into()),
             memory_options,
             kernel_cmdline: read_line_or("/proc/cmdline", "unknown"),
             cpu_model,

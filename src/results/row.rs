@@ -199,4 +199,3 @@ mod tests {
         assert_eq!(written.last(), documented.last(), "the last column, where new ones go");
     }
 }
-
