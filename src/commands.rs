@@ -359,7 +359,13 @@ pub fn cleanup(dry_run: bool, version: VersionChoice, base: &str, tmpdir: Option
 
 /// A result file read back; one that mixes runs of other settings is the user's input (exit 2).
 fn load(path: &str) -> Result<RunFile> {
-    RunFile::load(Path::new(path)).map_err(|e| if results::is_mixed(&e) { usage::usage(e) } else { e })
+    let mut file =
+        RunFile::load(Path::new(path)).map_err(|e| if results::is_mixed(&e) { usage::usage(e) } else { e })?;
+    // A checkpoint is a live run's, or one left by a run that never finished it.
+    if file.state == Some(results::FileState::Running) {
+        file.writer_alive = sink::written_by_live_run(Path::new(path));
+    }
+    Ok(file)
 }
 
 pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) -> Result<ExitCode> {

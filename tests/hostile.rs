@@ -894,6 +894,58 @@ fn sigkill_leaves_a_run_directory_that_cleanup_removes_and_another_kernels_is_ke
     assert_nothing_left(&base, pid);
 }
 
+/// A checkpoint says what it is: compare calls a live run's "still going", and the same file
+/// after a SIGKILL one its run never finished, never a run "a signal ended early".
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn compare_says_a_checkpoint_is_a_live_runs_or_one_never_finished() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("live.csv");
+    let csv_arg = csv.to_str().unwrap();
+    let mut child = spawn(&[
+        "--base",
+        BASE,
+        "--cgroup",
+        "child",
+        "--tasks",
+        "1",
+        "--duration",
+        "6",
+        "--slices",
+        "12",
+        "-q",
+        "--csv",
+        csv_arg,
+    ]);
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // A checkpoint with a whole round in it: the first holds one slice, which counts nowhere.
+    while std::fs::read_to_string(&csv).map_or(0, |t| t.lines().count()) < 4 {
+        assert!(Instant::now() < deadline, "no checkpoint with a round");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let compare = || Command::new(binary()).args(["compare", csv_arg, csv_arg]).output().unwrap();
+    let live = text(&compare().stderr);
+    let still_running = child.try_wait().unwrap().is_none();
+    signal(pid, libc::SIGKILL);
+    let _ = child.wait();
+    // Its workers hold the claim's lock (inherited) until they are gone too.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !faultscale_processes().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let left = text(&compare().stderr);
+    let sweep = cleanup(&[]);
+    assert!(sweep.status.success(), "{}", text(&sweep.stderr));
+    assert_nothing_left(&base, pid);
+    assert!(still_running, "the run ended before compare read its checkpoint");
+    assert!(live.contains("a checkpoint of a run still going (run_state=running)"), "{live}");
+    assert!(left.contains("a checkpoint its run never replaced with the whole file"), "{left}");
+    assert!(!live.contains("signal ended") && !left.contains("signal ended"), "{live}{left}");
+}
+
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn ctrl_z_stops_the_workers_and_the_slice_is_flagged() {
