@@ -25,7 +25,7 @@ use crate::workload;
 /// cgroup that cannot be removed, one file that cannot be written) loses the other results.
 pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode> {
     let plan = &options.plan;
-    run::require_root("measuring")?;
+    run::require_root("measuring", "to create cgroups and move processes; run it with sudo")?;
     let detected = cgroup::detect()?;
     if let Ok(hierarchy) = detected.memory_hierarchy(plan.version) {
         cgroup::base::refuse_read_only(&hierarchy, &plan.base)?;

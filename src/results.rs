@@ -410,7 +410,15 @@ impl RunFile {
         let text = read_bounded(path, &name)?;
         // A byte-order mark (an editor's save) is no part of either format.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        if text.trim_start().starts_with('{') { Self::from_json(name, text) } else { Self::from_csv(name, text) }
+        if text.trim().is_empty() {
+            bail!("{name}: empty; give a faultscale --csv or --json file");
+        }
+        let json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        if json || text.trim_start().starts_with(['{', '[']) {
+            Self::from_json(name, text)
+        } else {
+            Self::from_csv(name, text)
+        }
     }
 
     /// One summary row: its rate and, for a placement, its overhead, its throughput ratio (the
@@ -669,9 +677,15 @@ impl RunFile {
                         "{name}: a second JSON document follows the first: the file holds two runs; give each run its own file"
                     ))));
                 }
+                if e.to_string().starts_with("recursion limit exceeded") {
+                    bail!("{name}: not a faultscale --json file: nested deeper than any faultscale document ({e})");
+                }
                 bail!("{name}: not JSON: {e}")
             }
         };
+        if !document.is_object() {
+            bail!("{name}: a JSON document that is not an object; is this a faultscale --json file?");
+        }
         let settings = &document["settings"];
         let workload = settings["workload"]
             .as_str()
@@ -893,6 +907,26 @@ mod tests {
         assert!(err.contains("no workload column"), "{err}");
         let err = RunFile::from_json("x.json".into(), "{}").unwrap_err().to_string();
         assert!(err.contains("settings.workload"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_or_deeply_nested_json_file_is_named_for_what_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let load = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            RunFile::load(&path).unwrap_err().to_string()
+        };
+        let err = load("empty.json", "");
+        assert!(err.ends_with("empty.json: empty; give a faultscale --csv or --json file"), "{err}");
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let err = load("deep.json", &deep);
+        assert!(err.contains("nested deeper than any faultscale document"), "{err}");
+        let err = load("deep.txt", &deep);
+        assert!(err.contains("nested deeper than any faultscale document"), "{err}");
+        let err = load("list.json", "[1, 2]\n");
+        assert!(err.contains("not an object; is this a faultscale --json file?"), "{err}");
+        assert!(!load("x.json", "a,b\n1,2\n").contains("workload column"), "a .json file is read as JSON");
     }
 
     #[test]

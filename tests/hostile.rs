@@ -781,6 +781,19 @@ fn a_profile_dir_that_cannot_be_made_is_refused_by_the_checks_too() {
     assert!(!Path::new("/proc/faultscale-graphs").exists());
 }
 
+/// A CPU listed twice in --cpus is named, exit 2, not run as one worker.
+#[test]
+fn a_cpu_listed_twice_is_refused() {
+    for cpus in ["0,0", "0-1,1"] {
+        let output =
+            Command::new(binary()).args(["--base", BASE, "--check-args", "2", "--cpus", cpus]).output().unwrap();
+        let said = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{cpus}: {said}");
+        assert_eq!(said.lines().count(), 1, "{said}");
+        assert!(said.contains(&format!("--cpus {cpus}: CPU")) && said.contains("listed twice"), "{said}");
+    }
+}
+
 /// #24.6: `nohup faultscale ...`: a signal ignored at start stays ignored, in the harness and
 /// its workers; the run ends on its own with every slice.
 #[test]
