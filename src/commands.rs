@@ -25,7 +25,7 @@ use crate::workload;
 /// cgroup that cannot be removed, one file that cannot be written) loses the other results.
 pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode> {
     let plan = &options.plan;
-    run::require_root("measuring")?;
+    run::require_root("measuring", "to create cgroups and move processes; run it with sudo")?;
     let detected = cgroup::detect()?;
     if let Ok(hierarchy) = detected.memory_hierarchy(plan.version) {
         cgroup::base::refuse_read_only(&hierarchy, &plan.base)?;
@@ -359,7 +359,13 @@ pub fn cleanup(dry_run: bool, version: VersionChoice, base: &str, tmpdir: Option
 
 /// A result file read back; one that mixes runs of other settings is the user's input (exit 2).
 fn load(path: &str) -> Result<RunFile> {
-    RunFile::load(Path::new(path)).map_err(|e| if results::is_mixed(&e) { usage::usage(e) } else { e })
+    let mut file =
+        RunFile::load(Path::new(path)).map_err(|e| if results::is_mixed(&e) { usage::usage(e) } else { e })?;
+    // A checkpoint is a live run's, or one left by a run that never finished it.
+    if file.state == Some(results::FileState::Running) {
+        file.writer_alive = sink::written_by_live_run(Path::new(path));
+    }
+    Ok(file)
 }
 
 /// One side of `compare`: a file, or several runs' files joined by commas (a path that is a

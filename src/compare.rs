@@ -8,7 +8,7 @@
 //! share one instance's cost. This file matches and tests; export/ formats the result.
 
 use crate::report::lkp;
-use crate::results::{Key, RunFile};
+use crate::results::{FileState, Key, RunFile};
 use crate::stats::{self, Estimate, Placed, summarize, values};
 
 /// Whether a change is significant; written `yes`, `no` and `?` in compare's CSV.
@@ -353,7 +353,7 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
     }
     for file in [base, new].into_iter().filter(|f| f.left_out > 0) {
         warnings.push(format!(
-            "{}: {} slice(s) the run itself left out (disturbed by other load, or of a round a stop cut short) are left out here too",
+            "{}: {} slice(s) the run itself left out (disturbed by other load, of a round a stop cut short, or of one missing a placement's slice) are left out here too",
             file.name, file.left_out
         ));
     }
@@ -373,15 +373,38 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
             ));
         }
     }
-    for file in [base, new] {
-        if file.incomplete {
-            warnings.push(format!(
-                "{}: a signal ended that run early (run_complete=false); its rows hold only the slices it finished",
-                file.name
-            ));
-        }
-    }
+    warnings.extend([base, new].into_iter().filter_map(state_note));
     warnings
+}
+
+/// What a file that holds less than a complete run is, as it says (files from before the
+/// state say only run_complete=false, which a stop signal wrote).
+pub fn state_note(file: &RunFile) -> Option<String> {
+    let name = &file.name;
+    Some(match &file.state {
+        Some(FileState::Complete) => return None,
+        Some(FileState::Running) => match file.writer_alive {
+            Some(true) => format!(
+                "{name}: a checkpoint of a run still going (run_state=running); its rows hold only the slices measured so far"
+            ),
+            None => format!(
+                "{name}: a checkpoint (run_state=running) of a run still going, or of one that never replaced it with the whole file (killed by SIGKILL, or its last write failed); its rows hold only the slices measured by then"
+            ),
+            Some(false) => format!(
+                "{name}: a checkpoint its run never replaced with the whole file (run_state=running, and no run is writing it: killed by SIGKILL, or its last write failed, e.g. on a full disk); its rows hold only the slices measured by then"
+            ),
+        },
+        Some(FileState::Stopped(signal)) => {
+            format!("{name}: {signal} ended that run early; its rows hold only the slices it finished")
+        }
+        Some(FileState::Failed(reason)) => {
+            format!("{name}: that run failed ({reason}); its rows hold the slices that did not")
+        }
+        None if file.incomplete => format!(
+            "{name}: a signal ended that run early (run_complete=false); its rows hold only the slices it finished"
+        ),
+        None => return None,
+    })
 }
 
 /// What `differences` says of the sides' first files, and what each side's units are: a run

@@ -14,7 +14,7 @@ use crate::plan::{Placement, Plan, parse_placements};
 use crate::run::topology::CpuOrder;
 use crate::run::{KernelCountSource, Mode};
 use crate::sink::OutputPath;
-use crate::text::{format_cpu_list, parse_cpu_list, parse_seconds, parse_size};
+use crate::text::{cpu_list_entries, format_cpu_list, parse_cpu_list, parse_seconds, parse_size};
 use crate::workload::{ThpMode, WorkloadKind};
 
 /// The shortest slice worth measuring: well above the start/stop cost (tens of microseconds).
@@ -310,7 +310,11 @@ fn cpus(args: &RunArgs, allowed_cpus: &[usize]) -> Result<Vec<usize>> {
     let cpus = match &args.cpus {
         None => allowed_cpus.to_vec(),
         Some(text) => {
+            let listed = cpu_list_entries(text).with_context(|| "--cpus".to_string())?;
             let cpus = parse_cpu_list(text).with_context(|| "--cpus".to_string())?;
+            if let Some(cpu) = cpus.iter().find(|cpu| listed.iter().filter(|c| c == cpu).count() > 1) {
+                bail!("--cpus {text}: CPU {cpu} is listed twice; list each CPU once");
+            }
             if let Some(cpu) = cpus.iter().find(|cpu| !allowed_cpus.contains(cpu)) {
                 bail!(
                     "--cpus {text}: CPU {cpu} is not in this process's allowed set {}; pick CPUs from that set",

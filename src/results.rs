@@ -92,6 +92,36 @@ pub struct RunFile {
     seen: std::collections::BTreeSet<(String, String, String, String, u64, u32, u32)>,
     /// Which placements each round of the file has a slice of, read before its rows count.
     rounds: Rounds,
+    /// What the file says it is (`run_state`, JSON `state`); None in files from before.
+    pub state: Option<FileState>,
+    /// Whether a live run holds the file as its output, where the caller looked (`sink::
+    /// written_by_live_run`): a `running` file no live run holds is one its run never finished.
+    pub writer_alive: Option<bool>,
+}
+
+/// What a result file is, as its run wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileState {
+    /// A checkpoint, written between slices.
+    Running,
+    /// A signal (named) ended the run early.
+    Stopped(String),
+    /// Slices failed; the reason names the first.
+    Failed(String),
+    Complete,
+}
+
+impl FileState {
+    fn parse(word: &str, reason: &str) -> Option<Self> {
+        let reason = fact_text(reason);
+        Some(match word {
+            "running" => FileState::Running,
+            "stopped" => FileState::Stopped(reason),
+            "failed" => FileState::Failed(reason),
+            "complete" => FileState::Complete,
+            _ => return None,
+        })
+    }
 }
 
 /// A round in a file: workload, mode, task count, repetition and slice number.
@@ -386,7 +416,15 @@ impl RunFile {
         let text = read_bounded(path, &name)?;
         // A byte-order mark (an editor's save) is no part of either format.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        if text.trim_start().starts_with('{') { Self::from_json(name, text) } else { Self::from_csv(name, text) }
+        if text.trim().is_empty() {
+            bail!("{name}: empty; give a faultscale --csv or --json file");
+        }
+        let json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        if json || text.trim_start().starts_with(['{', '[']) {
+            Self::from_json(name, text)
+        } else {
+            Self::from_csv(name, text)
+        }
     }
 
     /// One summary row: its rate and, for a placement, its overhead, its throughput ratio (the
@@ -470,7 +508,7 @@ impl RunFile {
         match (self.overran, self.left_out) {
             (0, 0) => bail!("{name}: no summary rows"),
             (overran, left_out) => bail!(
-                "{name}: none of its {} slice(s) counted ({left_out} left out by the run: disturbed, or of a round a stop cut short; {overran} overran their time): nothing to compare; measure again",
+                "{name}: none of its {} slice(s) counted ({left_out} left out: disturbed, of a round a stop cut short, or of one missing a placement's slice; {overran} overran their time): nothing to compare; measure again",
                 overran + left_out
             ),
         }
@@ -502,6 +540,9 @@ impl RunFile {
         }
         self.check_agrees(columns, place, &k, &row)?;
         self.check_one_run(columns, place, &row)?;
+        if columns.has("run_state") {
+            self.note_state(place, &row.run_state, &row.run_state_reason)?;
+        }
         if !row.unit.is_empty() {
             self.units.entry(k.workload.clone()).or_insert_with(|| crate::text::escaped(&row.unit).into_owned());
         }
@@ -636,6 +677,27 @@ impl RunFile {
         Ok(())
     }
 
+    /// The file's state from one row (or the JSON document): a known word, the same on every row.
+    fn note_state(&mut self, place: &str, word: &str, reason: &str) -> Result<()> {
+        let name = &self.name;
+        let Some(state) = FileState::parse(word, reason) else {
+            bail!(
+                "{name}: {place}: run_state {word:?} is not running, stopped, failed or complete; is this a faultscale file?"
+            );
+        };
+        match &self.state {
+            Some(first) if *first != state => Err(anyhow::Error::new(Mixed(format!(
+                "{name}: {place}: run_state {word:?} where the earlier rows have {:?}: the file holds two runs; give each run its own file",
+                first
+            )))),
+            Some(_) => Ok(()),
+            None => {
+                self.state = Some(state);
+                Ok(())
+            }
+        }
+    }
+
     pub fn from_json(name: String, text: &str) -> Result<Self> {
         let document: serde_json::Value = match serde_json::from_str(text) {
             Ok(document) => document,
@@ -647,9 +709,15 @@ impl RunFile {
                         "{name}: a second JSON document follows the first: the file holds two runs; give each run its own file"
                     ))));
                 }
+                if e.to_string().starts_with("recursion limit exceeded") {
+                    bail!("{name}: not a faultscale --json file: nested deeper than any faultscale document ({e})");
+                }
                 bail!("{name}: not JSON: {e}")
             }
         };
+        if !document.is_object() {
+            bail!("{name}: a JSON document that is not an object; is this a faultscale --json file?");
+        }
         let settings = object(&name, &document, "", "settings")?;
         let environment = object(&name, &document, "", "environment")?;
         let workload: String = field(&name, settings, "settings", "workload", "text")?
@@ -676,6 +744,7 @@ impl RunFile {
         file.run_id = field::<String>(&name, environment, "environment", "run_id", "text")?.map(|id| fact_text(&id));
         // A run a signal ended early writes `"complete": false` (the CSV's run_complete).
         file.incomplete = complete == Some(false);
+        file.json_state(&document)?;
         file.add_json_levels(&document, &workload, &mode)?;
         file.no_rows_left()?;
         Ok(file)
@@ -699,6 +768,26 @@ impl RunFile {
             self.per_level.insert((workload.to_string(), mode.to_string(), tasks), figure);
         }
         Ok(())
+    }
+
+    /// A JSON file's `state`, with its `signal` or `reason`; absent in files from before it.
+    fn json_state(&mut self, document: &serde_json::Value) -> Result<()> {
+        let state = &document["state"];
+        if state.is_null() {
+            return Ok(());
+        }
+        let reason = match (&document["signal"], &document["reason"]) {
+            (signal, _) if signal.is_i64() => crate::run::signal_name(signal.as_i64().unwrap_or(0) as i32),
+            (_, reason) => reason.as_str().unwrap_or("").to_string(),
+        };
+        let word = state.as_str().unwrap_or("");
+        if word.is_empty() {
+            bail!(
+                "{}: state {state} is not running, stopped, failed or complete; is this a faultscale --json file?",
+                self.name
+            );
+        }
+        self.note_state("state", word, &reason)
     }
 
     /// One measurement of a JSON file (the `index`th), its fields and figures checked.
@@ -856,6 +945,26 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_or_deeply_nested_json_file_is_named_for_what_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let load = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            RunFile::load(&path).unwrap_err().to_string()
+        };
+        let err = load("empty.json", "");
+        assert!(err.ends_with("empty.json: empty; give a faultscale --csv or --json file"), "{err}");
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let err = load("deep.json", &deep);
+        assert!(err.contains("nested deeper than any faultscale document"), "{err}");
+        let err = load("deep.txt", &deep);
+        assert!(err.contains("nested deeper than any faultscale document"), "{err}");
+        let err = load("list.json", "[1, 2]\n");
+        assert!(err.contains("not an object; is this a faultscale --json file?"), "{err}");
+        assert!(!load("x.json", "a,b\n1,2\n").contains("workload column"), "a .json file is read as JSON");
+    }
+
+    #[test]
     fn one_file_holds_one_run() {
         let header = "run_id,workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline,base_depth\n";
         let first = "1-a,anon,process,2,base,,5,,3\n";
@@ -887,7 +996,7 @@ mod tests {
         let header = "run_id,workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline,counted,overran\n";
         let rows = "1-a,anon,process,2,base,,5,,false,false\n1-a,anon,process,2,child,,5,1.0,true,true\n";
         let err = RunFile::from_csv("x.csv".into(), &format!("{header}{rows}")).unwrap_err().to_string();
-        assert!(err.contains("none of its 2 slice(s) counted (1 left out by the run"), "{err}");
+        assert!(err.contains("none of its 2 slice(s) counted (1 left out: disturbed"), "{err}");
         assert!(err.contains("1 overran their time"), "{err}");
     }
 

@@ -410,6 +410,18 @@ fn claim(destination: &Path) -> Result<Option<File>> {
     Ok(hold(&dir, name_offset(name.as_bytes()), taken)?.then_some(dir))
 }
 
+/// Whether a live faultscale run holds `path` as its output now (`claim`'s lock is taken):
+/// None where that cannot be known (a directory that cannot be opened, no such locks).
+pub fn written_by_live_run(path: &Path) -> Option<bool> {
+    let place = std::fs::canonicalize(path).ok()?;
+    let (dir, name) = (place.parent()?, place.file_name()?);
+    let dir = File::open(dir).ok()?;
+    let mut probe = byte_lock(libc::F_WRLCK, name_offset(name.as_bytes()));
+    // SAFETY: fcntl with a valid flock record on a descriptor we own; GETLK only fills it in.
+    let probed = unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_OFD_GETLK, &mut probe) } == 0;
+    probed.then_some(probe.l_type != libc::F_UNLCK as libc::c_short)
+}
+
 /// Marks `dir` (a --profile-dir, made only at the end) as this run's until the returned lock
 /// closes, as `claim` marks a file: a lock on the root directory at an offset made from its
 /// absolute path (the nearest existing ancestor resolved, the rest as given), so two runs see

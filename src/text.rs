@@ -48,6 +48,12 @@ pub fn parse_seconds(option: &str, text: &str, allow_zero: bool) -> Result<Durat
 
 /// Parses a byte size: `4096`, `64K`, `1M`, `2G` (binary units, as the kernel's memcg files use).
 pub fn parse_size(option: &str, text: &str) -> Result<u64> {
+    size_bytes(text).map_err(|why| anyhow!("{option} {text:?}: {why}; use bytes or K/M/G, e.g. {option} 1M"))
+}
+
+/// A byte size, or what is wrong with it (`not a size`, `too large ...`), for a message that
+/// names the input and says the fix once.
+pub fn size_bytes(text: &str) -> std::result::Result<u64, String> {
     let trimmed = text.trim();
     let (digits, multiplier) = match trimmed.chars().last() {
         Some('k' | 'K') => (&trimmed[..trimmed.len() - 1], 1u64 << 10),
@@ -56,14 +62,25 @@ pub fn parse_size(option: &str, text: &str) -> Result<u64> {
         Some('t' | 'T') => (&trimmed[..trimmed.len() - 1], 1 << 40),
         _ => (trimmed, 1),
     };
-    let value: u64 =
-        digits.parse().map_err(|_| anyhow!("{option} {text:?}: not a size; use bytes or K/M/G, e.g. {option} 1M"))?;
-    value.checked_mul(multiplier).ok_or_else(|| anyhow!("{option} {text:?}: too large"))
+    let too_large = || "too large (at most 16 EiB less one byte)".to_string();
+    let value: u64 = digits.parse().map_err(|_| {
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) { too_large() } else { "not a size".into() }
+    })?;
+    value.checked_mul(multiplier).ok_or_else(too_large)
 }
 
 /// Parses a kernel-style CPU list (`0-3,6`, as in /sys/devices/system/cpu/online) into sorted,
 /// distinct CPU numbers.
 pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>> {
+    let mut cpus = cpu_list_entries(text)?;
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// A CPU list's CPUs as written, in order, a CPU listed twice twice: `--cpus 0,0` is a
+/// mistake to name, not one worker.
+pub fn cpu_list_entries(text: &str) -> Result<Vec<usize>> {
     let mut cpus = Vec::new();
     for part in text.split(',') {
         let part = part.trim();
@@ -82,8 +99,6 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>> {
         }
         cpus.extend(first..=last);
     }
-    cpus.sort_unstable();
-    cpus.dedup();
     Ok(cpus)
 }
 

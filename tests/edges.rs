@@ -105,6 +105,27 @@ fn a_tmpdir_without_inodes_for_every_task_is_refused_up_front() {
     }
 }
 
+/// Without root, `cleanup` says what it needs root for: removing what dead runs left. It
+/// creates no cgroup, as the message shared with a run said it did.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn cleanup_without_root_says_what_it_needs_root_for() {
+    use std::os::unix::process::CommandExt;
+    let _serial = needs_root();
+    let base = runs_dir();
+    let output = std::process::Command::new(binary())
+        .args(["cleanup", "--base", base.to_str().unwrap()])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let said = text(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{said}");
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("cleanup needs root to remove the cgroups dead runs left"), "{said}");
+    assert!(!said.contains("create cgroups"), "{said}");
+}
+
 /// `sh -c script` in a mount namespace of its own; the pid is the script's, which `exec`s
 /// faultscale (so the run's trees carry it).
 fn run_unshared(script: &str) -> (u32, std::process::Output) {

@@ -781,6 +781,19 @@ fn a_profile_dir_that_cannot_be_made_is_refused_by_the_checks_too() {
     assert!(!Path::new("/proc/faultscale-graphs").exists());
 }
 
+/// A CPU listed twice in --cpus is named, exit 2, not run as one worker.
+#[test]
+fn a_cpu_listed_twice_is_refused() {
+    for cpus in ["0,0", "0-1,1"] {
+        let output =
+            Command::new(binary()).args(["--base", BASE, "--check-args", "2", "--cpus", cpus]).output().unwrap();
+        let said = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{cpus}: {said}");
+        assert_eq!(said.lines().count(), 1, "{said}");
+        assert!(said.contains(&format!("--cpus {cpus}: CPU")) && said.contains("listed twice"), "{said}");
+    }
+}
+
 /// `nohup faultscale ...`: a signal ignored at start stays ignored, in the harness and
 /// its workers; the run ends on its own with every slice.
 #[test]
@@ -892,6 +905,58 @@ fn sigkill_leaves_a_run_directory_that_cleanup_removes_and_another_kernels_is_ke
     assert!(sweep.status.success(), "{}", text(&sweep.stderr));
     assert!(files_in(dir.path()).is_empty(), "{}", text(&sweep.stdout));
     assert_nothing_left(&base, pid);
+}
+
+/// A checkpoint says what it is: compare calls a live run's "still going", and the same file
+/// after a SIGKILL one its run never finished, never a run "a signal ended early".
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn compare_says_a_checkpoint_is_a_live_runs_or_one_never_finished() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("live.csv");
+    let csv_arg = csv.to_str().unwrap();
+    let mut child = spawn(&[
+        "--base",
+        BASE,
+        "--cgroup",
+        "child",
+        "--tasks",
+        "1",
+        "--duration",
+        "6",
+        "--slices",
+        "12",
+        "-q",
+        "--csv",
+        csv_arg,
+    ]);
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // A checkpoint with a whole round in it: the first holds one slice, which counts nowhere.
+    while std::fs::read_to_string(&csv).map_or(0, |t| t.lines().count()) < 4 {
+        assert!(Instant::now() < deadline, "no checkpoint with a round");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let compare = || Command::new(binary()).args(["compare", csv_arg, csv_arg]).output().unwrap();
+    let live = text(&compare().stderr);
+    let still_running = child.try_wait().unwrap().is_none();
+    signal(pid, libc::SIGKILL);
+    let _ = child.wait();
+    // Its workers hold the claim's lock (inherited) until they are gone too.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !faultscale_processes().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let left = text(&compare().stderr);
+    let sweep = cleanup(&[]);
+    assert!(sweep.status.success(), "{}", text(&sweep.stderr));
+    assert_nothing_left(&base, pid);
+    assert!(still_running, "the run ended before compare read its checkpoint");
+    assert!(live.contains("a checkpoint of a run still going (run_state=running)"), "{live}");
+    assert!(left.contains("a checkpoint its run never replaced with the whole file"), "{left}");
+    assert!(!live.contains("signal ended") && !left.contains("signal ended"), "{live}{left}");
 }
 
 #[test]

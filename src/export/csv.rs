@@ -84,6 +84,8 @@ fn slice_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
         unit: report.unit.name().to_string(),
         kernel_count_source: m.run.kernel_source.name().to_string(),
         run_complete: report.complete(),
+        run_state: report.state().name().to_string(),
+        run_state_reason: report.state().reason(),
         thp_enabled: env.thp_enabled.clone(),
         governor: env.governor.clone(),
         overran: m.run.overran,

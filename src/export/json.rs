@@ -6,7 +6,7 @@ use std::io::Write;
 use anyhow::Result;
 use serde_json::json;
 
-use crate::report::Report;
+use crate::report::{Report, RunState};
 
 /// --json: the whole report as one document.
 pub struct Json;
@@ -61,7 +61,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
         .iter()
         .map(|f| json!({ "placement": f.placement.name, "round": f.round, "reason": f.reason }))
         .collect();
-    let document = json!({
+    let mut document = json!({
         "environment": report.env,
         "settings": {
             "placements": plan.placements.iter().map(|p| &p.name).collect::<Vec<_>>(),
@@ -97,9 +97,30 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
         "warnings": report.warnings,
         "complete": report.complete(),
     });
+    if let Some(fields) = document.as_object_mut() {
+        fields.extend(state_fields(&report.state()));
+    }
     serde_json::to_writer_pretty(&mut *out, &document)?;
     writeln!(out)?;
     Ok(())
+}
+
+/// What the file is: a checkpoint ("running"), "stopped" (with the signal's number), "failed"
+/// (with the reason) or "complete".
+fn state_fields(state: &RunState) -> serde_json::Map<String, serde_json::Value> {
+    let mut fields = serde_json::Map::new();
+    fields.insert("state".into(), state.name().into());
+    let signal = match state {
+        RunState::Stopped { signal } => json!(signal),
+        _ => serde_json::Value::Null,
+    };
+    fields.insert("signal".into(), signal);
+    let reason = match state {
+        RunState::Failed { reason } => json!(reason),
+        _ => serde_json::Value::Null,
+    };
+    fields.insert("reason".into(), reason);
+    fields
 }
 
 /// A slice's run as JSON, its memcg counters under their column names (absent where the kernel

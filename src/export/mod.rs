@@ -94,6 +94,46 @@ fn pct(value: Option<f64>) -> String {
 mod tests {
     use super::*;
 
+    /// Each state a run's file can be in is written in the CSV and the JSON, read back, and
+    /// said by compare for what it is: a checkpoint is no run "a signal ended early".
+    #[test]
+    fn a_files_state_is_written_read_back_and_said() {
+        use crate::report::{Failure, fixture::synthetic_report};
+        type Case = (&'static str, fn(&mut Report));
+        let cases: [Case; 4] = [
+            ("a checkpoint of a run still going", |r| {
+                r.finished = false;
+            }),
+            ("SIGTERM ended that run early", |r| r.interrupted = Some(libc::SIGTERM)),
+            (
+                "that run failed (1 slice failed, the first child repetition 3 slice 1 at 2 tasks: mkdir: No space)",
+                |r| {
+                    let placement = r.plan.placements[1].clone();
+                    r.failures.push(Failure { placement, tasks: 2, round: 3, reason: "mkdir: No space".into() });
+                },
+            ),
+            ("", |_| {}),
+        ];
+        for (said, make) in cases {
+            let mut report = synthetic_report(&[(100_000.0, 90_000.0), (110_000.0, 100_000.0)]);
+            make(&mut report);
+            for (format, file) in [(&csv::SummaryCsv as &dyn Exporter, "x.csv"), (&json::Json, "x.json")] {
+                let mut bytes = Vec::new();
+                format.write(&mut bytes, &report, &Settings { per_cpu: false }).unwrap();
+                let text = String::from_utf8(bytes).unwrap();
+                let mut read = match file {
+                    "x.csv" => crate::results::RunFile::from_csv(file.into(), &text),
+                    _ => crate::results::RunFile::from_json(file.into(), &text),
+                }
+                .unwrap();
+                read.writer_alive = Some(true);
+                let note = crate::compare::state_note(&read).unwrap_or_default();
+                assert!(note.contains(said), "{file}: {note:?} says {said:?}");
+                assert_eq!(note.is_empty(), said.is_empty(), "{file}: {note:?}");
+            }
+        }
+    }
+
     #[test]
     fn comparison_formats_render() {
         let change = Change {

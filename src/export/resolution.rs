@@ -30,7 +30,11 @@ pub fn counted_lines(out: &mut dyn Write, report: &Report, summaries: &[Placemen
             }
             (false, false) => "left out: slices that overran or were cut short by a stop",
         };
-        let at = if report.plan.task_counts.len() > 1 { format!(" at {tasks} tasks") } else { String::new() };
+        let at = if report.plan.task_counts.len() > 1 {
+            format!(" at {}", crate::text::plural(tasks, "task"))
+        } else {
+            String::new()
+        };
         writeln!(out, "time counted{at}: {} of the measured time ({why})", shares.join(", "))?;
     }
     Ok(())
@@ -41,7 +45,11 @@ pub fn control_lines(out: &mut dyn Write, report: &Report, summaries: &[Placemen
     for summary in summaries.iter().filter(|s| s.placement.control) {
         let Some(interval) = summary.overhead_vs_baseline else { continue };
         let (Some(low), Some(high)) = (interval.low, interval.high) else { continue };
-        let at = if report.plan.task_counts.len() > 1 { format!(" at {} tasks", summary.tasks) } else { String::new() };
+        let at = if report.plan.task_counts.len() > 1 {
+            format!(" at {}", crate::text::plural(summary.tasks, "task"))
+        } else {
+            String::new()
+        };
         let verdict = match interval.excludes(1.0) {
             true => "SIGNIFICANT: an A/A difference, so this run's other verdicts are not to be trusted",
             false => "not significant, as it must be",
@@ -60,7 +68,11 @@ pub fn control_lines(out: &mut dyn Write, report: &Report, summaries: &[Placemen
 /// What one memcg level adds per fault, fitted over the plain depths measured.
 pub fn level_lines(out: &mut dyn Write, report: &Report) -> Result<()> {
     for cost in report.level_costs() {
-        let at = if report.plan.task_counts.len() > 1 { format!(" at {} tasks", cost.tasks) } else { String::new() };
+        let at = if report.plan.task_counts.len() > 1 {
+            format!(" at {}", crate::text::plural(cost.tasks, "task"))
+        } else {
+            String::new()
+        };
         let depths: Vec<String> = cost.depths.iter().map(u32::to_string).collect();
         let unit = report.unit.singular();
         let fit = |fit: &crate::report::levels::LevelFit| match (fit.low, fit.high) {

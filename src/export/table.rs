@@ -409,7 +409,7 @@ fn siblings_lines(out: &mut dyn Write, summaries: &[PlacementSummary], sweep: bo
             "child/{} overhead (one cgroup vs {} sibling cgroups, same tasks and depth){}: {:.1}%{ci}",
             summary.placement.name,
             summary.placement.siblings,
-            if sweep { format!(" at {} tasks", summary.tasks) } else { String::new() },
+            if sweep { format!(" at {}", crate::text::plural(summary.tasks, "task")) } else { String::new() },
             100.0 * interval.mean
         )?;
     }

@@ -18,7 +18,10 @@ pub fn run(dry_run: bool, version: VersionChoice, base: &str) -> Result<bool> {
     let hierarchy = cgroup::detect()?.memory_hierarchy(version)?;
     let root = cgroup::resolve_base(&hierarchy, &BaseSpec::parse(base)?)?;
     if !dry_run {
-        crate::run::require_root("cleanup")?;
+        crate::run::require_root(
+            "cleanup",
+            "to remove the cgroups dead runs left (it creates none); run it with sudo, or --dry-run to list them",
+        )?;
     }
     let mut failed = false;
     let mut kept = false;
@@ -31,7 +34,7 @@ pub fn run(dry_run: bool, version: VersionChoice, base: &str) -> Result<bool> {
         match &leftover.verdict {
             Verdict::RunAlive => {
                 kept = true;
-                out!("kept {path}: its run (pid {} in its own namespace) is still alive", leftover.owner_pid)
+                out!("kept {path}: its run ({}) is still alive", live_owner(leftover.owner_pid))
             }
             Verdict::HasProcesses(dir) => {
                 kept = true;
@@ -51,6 +54,20 @@ pub fn run(dry_run: bool, version: VersionChoice, base: &str) -> Result<bool> {
         }
     }
     Ok(!failed && !kept)
+}
+
+/// The live run's pid as its directory names it: a faultscale process with that pid in this
+/// PID namespace is the run itself; else the pid is as the run saw itself, in a namespace of
+/// its own.
+fn live_owner(pid: i32) -> String {
+    owner_text(pid, std::fs::read_to_string(format!("/proc/{pid}/comm")).ok().as_deref())
+}
+
+fn owner_text(pid: i32, comm: Option<&str>) -> String {
+    match comm.map(str::trim) {
+        Some("faultscale") => format!("pid {pid}"),
+        _ => format!("pid {pid} in its own PID namespace"),
+    }
 }
 
 /// Removes (or lists) run directories a dead file-workload run left in `tmpdir`; returns
@@ -88,4 +105,16 @@ pub fn run_directories(dry_run: bool, tmpdir: &Path) -> bool {
         }
     }
     clean
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_runs_pid_is_said_in_another_namespace_only_when_it_is() {
+        assert_eq!(owner_text(4242, Some("faultscale\n")), "pid 4242");
+        assert_eq!(owner_text(4242, Some("bash\n")), "pid 4242 in its own PID namespace");
+        assert_eq!(owner_text(4242, None), "pid 4242 in its own PID namespace");
+    }
 }

@@ -26,7 +26,7 @@ use anyhow::{Result, anyhow, bail};
 
 use super::MAX_DEPTH;
 use crate::cgroup::knobs::Knob;
-use crate::text::parse_size;
+use crate::text::size_bytes;
 
 /// The profiles that ship with faultscale, embedded so the binary works from anywhere.
 pub const SHIPPED: &[(&str, &str)] = &[
@@ -211,7 +211,7 @@ fn knob_value(
             Some(bytes)
         }
         (toml::Value::String(s), true) => {
-            Some(parse_size(key, s).map_err(|e| anyhow!("{at}: {e}; use bytes, K/M/G or \"max\""))?)
+            Some(size_bytes(s).map_err(|why| anyhow!("{at}: {key} = {s:?}: {why}; use bytes, K/M/G or \"max\""))?)
         }
         (toml::Value::Integer(n), _) if *n >= 0 => Some(*n as u64),
         _ if key == "memory.oom.group" => bail!("{at}: {key} must be 0 or 1"),
@@ -330,6 +330,13 @@ mod tests {
             let err = format!("{:#}", parse("t.toml", text).unwrap_err());
             assert!(err.starts_with(expected), "{text:?}: {err}");
             assert!(!err.contains('\n'), "{text:?}: multi-line error {err:?}");
+        }
+        // The fix is said once, however the size is wrong.
+        for size in ["lots", "99999999999999999999", "99999999999T"] {
+            let text = format!("name = \"x\"\n[[level]]\n\"memory.max\" = \"{size}\"\n");
+            let err = format!("{:#}", parse("t.toml", &text).unwrap_err());
+            assert_eq!(err.matches("use bytes").count(), 1, "{err}");
+            assert!(err.starts_with(&format!("t.toml:3: memory.max = \"{size}\": ")), "{err}");
         }
         let deep = format!("name = \"deep\"\n{}", "[[level]]\n".repeat(65));
         assert!(parse("t.toml", &deep).unwrap_err().to_string().contains("at most 64"));

@@ -203,10 +203,66 @@ pub struct LeaveOutMemo {
     by_tasks: Vec<(usize, bool)>,
 }
 
+/// What a result file is, recorded in it (`run_state` in the CSV, `state` in the JSON): a
+/// checkpoint of a run still going, a run a signal stopped, one in which slices failed, or a
+/// complete one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunState {
+    Running,
+    Stopped { signal: i32 },
+    Failed { reason: String },
+    Complete,
+}
+
+impl RunState {
+    /// The word the files hold.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Stopped { .. } => "stopped",
+            RunState::Failed { .. } => "failed",
+            RunState::Complete => "complete",
+        }
+    }
+
+    /// Why a run stopped or failed (`SIGTERM`, the first failure), for the CSV; else empty.
+    pub fn reason(&self) -> String {
+        match self {
+            RunState::Stopped { signal } => crate::run::signal_name(*signal),
+            RunState::Failed { reason } => reason.clone(),
+            RunState::Running | RunState::Complete => String::new(),
+        }
+    }
+}
+
 impl Report {
     /// Whether every slice asked for was measured: finished, and not stopped by a signal.
     pub fn complete(&self) -> bool {
         self.finished && self.interrupted.is_none()
+    }
+
+    /// What a file written from this report is: a checkpoint while the run goes on, then how
+    /// it ended (slices that failed make it failed, the first of them named, with the count).
+    pub fn state(&self) -> RunState {
+        if let Some(signal) = self.interrupted {
+            return RunState::Stopped { signal };
+        }
+        if !self.finished {
+            return RunState::Running;
+        }
+        match self.failures.first() {
+            Some(first) => RunState::Failed {
+                reason: format!(
+                    "{} failed, the first {} {} at {}: {}",
+                    crate::text::plural(self.failures.len(), "slice"),
+                    first.placement.name,
+                    self.plan.slice_name(first.round),
+                    crate::text::plural(first.tasks, "task"),
+                    first.reason
+                ),
+            },
+            None => RunState::Complete,
+        }
     }
 
     /// The baseline's name: `root` in the hierarchy's true root, `base` anywhere else.

@@ -96,7 +96,8 @@ impl fmt::Display for Warning {
             ),
             Warning::SiblingsApart { placement, tasks, cpus } => write!(
                 f,
-                "{placement} at {tasks} tasks on {cpus} CPUs: every worker has a CPU of its own, so no CPU switches between the sibling cgroups and the per-CPU charge cache is never shared; use --tasks above {cpus}"
+                "{placement} at {} on {cpus} CPUs: every worker has a CPU of its own, so no CPU switches between the sibling cgroups and the per-CPU charge cache is never shared; use --tasks above {cpus}",
+                crate::text::plural(*tasks, "task")
             ),
             Warning::RoundRobin { tasks, cpus } => {
                 write!(f, "{tasks} tasks on {cpus} CPUs: tasks beyond the CPUs are placed round-robin and share CPUs")
@@ -182,7 +183,8 @@ impl Warning {
             ),
             Warning::ControlSignificant { tasks, low, high } => write!(
                 f,
-                "the control at {tasks} tasks came out significant ({:.1}-{:.1}%, where it is 100% by construction): the interval does not hold on this machine now, so no verdict of this run is to be trusted; measure when the machine is quieter, or longer",
+                "the control at {} came out significant ({:.1}-{:.1}%, where it is 100% by construction): the interval does not hold on this machine now, so no verdict of this run is to be trusted; measure when the machine is quieter, or longer",
+                crate::text::plural(*tasks, "task"),
                 100.0 * low,
                 100.0 * high
             ),
@@ -263,6 +265,16 @@ fn counts_disagree(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_task_is_one_task() {
+        let apart = Warning::SiblingsApart { placement: "siblings:2".into(), tasks: 1, cpus: 2 };
+        assert!(apart.to_string().starts_with("siblings:2 at 1 task on 2 CPUs"), "{apart}");
+        let control = Warning::ControlSignificant { tasks: 1, low: 1.01, high: 1.02 };
+        assert!(control.to_string().starts_with("the control at 1 task came out"), "{control}");
+        let control = Warning::ControlSignificant { tasks: 4, low: 1.01, high: 1.02 };
+        assert!(control.to_string().starts_with("the control at 4 tasks came out"), "{control}");
+    }
 
     #[test]
     fn warnings_read_as_sentences_with_their_figures() {

@@ -118,12 +118,18 @@ pub struct Row {
     pub ns_per_level_low: Option<f64>,
     pub ns_per_level_high: Option<f64>,
     /// Empty on summary rows; on --per-cpu rows the worker's index in its slice (0-based), which
-    /// tells apart two workers sharing a CPU. Last, so columns read by position keep theirs.
+    /// tells apart two workers sharing a CPU. New columns go after it, so columns read by
+    /// position keep theirs.
     pub worker: Option<usize>,
     /// The crew generation (1-based) that measured the slice: its own workers and its own
     /// cgroups, the unit the run's intervals are taken over (a file from before the column:
     /// empty, one unit).
     pub generation: Option<u32>,
+    /// What the file is, the same on every row: `running` (a checkpoint written between
+    /// slices), `stopped` (by a signal), `failed` (slices failed) or `complete`; empty in files
+    /// from before the column. With the signal's name or the failure for the last two.
+    pub run_state: String,
+    pub run_state_reason: String,
 }
 
 impl Row {

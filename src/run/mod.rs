@@ -207,9 +207,9 @@ pub fn raise_harness_priority() -> bool {
 }
 
 /// Building cgroups and moving workers into them needs root; say so before anything starts.
-pub fn require_root(what: &str) -> anyhow::Result<()> {
+pub fn require_root(what: &str, why: &str) -> anyhow::Result<()> {
     if !nix::unistd::geteuid().is_root() {
-        anyhow::bail!("{what} needs root to create cgroups and move processes; run it with sudo");
+        anyhow::bail!("{what} needs root {why}");
     }
     Ok(())
 }
