@@ -86,6 +86,7 @@ impl RunOptions {
         let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
         let memory = WorkloadMemory::from_args(args, page_size)?;
         check_inodes(args, &memory.tmpdir, task_counts.iter().max().copied().unwrap_or(1) * placements.len())?;
+        check_space(args, &memory, task_counts.iter().max().copied().unwrap_or(1) * placements.len())?;
         let profile_dir = profile_dir(args)?;
         check_one_stdout(args)?;
 
@@ -427,6 +428,42 @@ fn check_inodes(args: &RunArgs, tmpdir: &Path, workers: usize) -> Result<()> {
     Ok(())
 }
 
+/// A file workload's space: each worker alive at once (every placement's crew at the largest
+/// task count: `workers`) has its file, whose pages a tmpfs of 4 KiB free passes the directory
+/// probe with and then fails as SIGBUS in the first slice.
+fn check_space(args: &RunArgs, memory: &WorkloadMemory, workers: usize) -> Result<()> {
+    let workload = WorkloadKind::from(args.workload);
+    if !workload.needs_files() {
+        return Ok(());
+    }
+    let (Ok(vfs), Ok(fs)) = (nix::sys::statvfs::statvfs(&memory.tmpdir), nix::sys::statfs::statfs(&memory.tmpdir))
+    else {
+        return Ok(());
+    };
+    let on_tmpfs = crate::run::files::filesystem_name(fs.filesystem_type().0) == "tmpfs";
+    let per_worker = workload.file_bytes_per_worker(memory.chunk_bytes, memory.size_bytes, on_tmpfs);
+    let free = vfs.blocks_available().saturating_mul(vfs.fragment_size());
+    match space_problem(workload.name(), per_worker, workers, free) {
+        Some(problem) => bail!("--tmpdir {}: {problem}", memory.tmpdir.display()),
+        None => Ok(()),
+    }
+}
+
+/// Why `free` bytes cannot hold `workers` files of `per_worker` bytes, if they cannot.
+fn space_problem(workload: &str, per_worker: u64, workers: usize, free: u64) -> Option<String> {
+    let needed = per_worker.saturating_mul(workers as u64);
+    let kib = |bytes: u64| crate::text::thousands((bytes / 1024) as f64);
+    (needed > free).then(|| {
+        format!(
+            "{} KiB free, and --workload {workload} needs {} KiB ({} KiB per worker, {} alive at once); give a directory with more free space, or fewer --tasks or placements, or a smaller --chunk or --size",
+            kib(free),
+            kib(needed),
+            kib(per_worker),
+            crate::text::plural(workers, "worker")
+        )
+    })
+}
+
 /// `--profile-dir`: a directory, or a path where one can be made, checked writable before
 /// anything runs (a directory found read-only after the measurement costs the whole run).
 fn profile_dir(args: &RunArgs) -> Result<Option<PathBuf>> {
@@ -572,6 +609,26 @@ mod tests {
         }
         let err = of(&["--iterations", "10", "--generations", "2"]).unwrap_err().to_string();
         assert!(err.contains("--iterations makes new workers for every slice"), "{err}");
+    }
+
+    #[test]
+    fn a_tmpdir_without_room_for_every_workers_file_is_refused() {
+        let problem = space_problem("file-shared", 1 << 20, 4, 4096).unwrap();
+        assert!(
+            problem.starts_with(
+                "4 KiB free, and --workload file-shared needs 4,096 KiB (1,024 KiB per worker, 4 workers alive at once)"
+            ),
+            "{problem}"
+        );
+        assert_eq!(space_problem("file-shared", 1 << 20, 4, 4 << 20), None);
+        assert_eq!(space_problem("mmap-file", 0, 4, 0), None);
+        assert_eq!(
+            WorkloadKind::FilePrivate.file_bytes_per_worker(1 << 20, 64 << 20, false),
+            0,
+            "a hole read takes no block"
+        );
+        assert_eq!(WorkloadKind::UsememFile.file_bytes_per_worker(1 << 20, 64 << 20, true), 64 << 20);
+        assert_eq!(WorkloadKind::PageFault3.file_bytes_per_worker(1 << 20, 64 << 20, false), 128 << 20);
     }
 
     #[test]

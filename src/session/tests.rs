@@ -16,6 +16,8 @@ enum Answer {
     Fails(&'static str),
     /// A worker died; `oom_kills` of its leaf goes up by this much first.
     Dies(&'static str, u64),
+    /// A worker was killed by SIGBUS (a file page its filesystem could not allocate).
+    Bus(&'static str),
     /// A stop signal reached the harness.
     Interrupted(i32),
     /// A baseline that counted nothing.
@@ -107,6 +109,7 @@ impl Slicer for FakeSlicer {
                 *self.oom_kills.entry(path).or_insert(0) += kills;
                 Err(WorkerDied::because(why.into()).into())
             }
+            Some(Answer::Bus(why)) => Err(WorkerDied { why: why.into(), signal: Some(libc::SIGBUS) }.into()),
             Some(Answer::Interrupted(signal)) => Err(Interrupted(signal).into()),
             Some(Answer::Empty) => Ok(run_of(&slice.cpus, 0.0, SLICE_NS)),
             Some(Answer::Times { on_cpu, wait }) => {
@@ -321,6 +324,20 @@ fn a_signal_ends_the_run_keeping_every_completed_slice_and_flagging_its_round() 
     assert!(!report.counted(cut[0]));
     assert!(report.summaries().iter().all(|s| s.faults_per_sec.n == 1), "only round 1 in the figures");
     assert!(report.failures.is_empty(), "an interrupt is not a failure");
+}
+
+/// The space a file workload's files need is checked before measuring; a filesystem filled
+/// during the run (by another process) still names the free space beside the SIGBUS.
+#[test]
+fn a_sigbus_of_a_file_workload_names_the_tmpdirs_free_space() {
+    let (mut report, leaves) = root_and_child(1);
+    report.plan.workload = crate::workload::WorkloadKind::FileShared;
+    report.plan.tmpdir = "/tmp".into();
+    let died = "worker 1234 on CPU 1 died: killed by SIGBUS";
+    let mut slicer = FakeSlicer { answers: HashMap::from([(1, Answer::Bus(died))]), ..Default::default() };
+    drive(&mut report, &leaves, &mut slicer);
+    let reason = &report.failures[0].reason;
+    assert!(reason.starts_with(&format!("{died}; --tmpdir /tmp has ")) && reason.contains(" KiB free now"), "{reason}");
 }
 
 #[test]

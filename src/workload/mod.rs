@@ -62,6 +62,24 @@ impl WorkloadKind {
         self.facts().tmpdir.is_some()
     }
 
+    /// The most bytes one worker's file takes from its filesystem: on tmpfs every page it
+    /// touches (the page cache is the file's space there), elsewhere only the pages it writes
+    /// through a shared mapping or allocates (reading a sparse file's hole, or a private
+    /// mapping's copy of it, takes no block). 0 where a worker has no file of its own
+    /// (mmap-file's one shared page is the harness's).
+    pub fn file_bytes_per_worker(self, chunk_bytes: u64, size_bytes: u64, on_tmpfs: bool) -> u64 {
+        use WorkloadKind as W;
+        match self {
+            W::FileShared => chunk_bytes,
+            W::FilePrivate if on_tmpfs => chunk_bytes,
+            W::UsememFile if on_tmpfs => size_bytes,
+            W::PageFault3 => page_fault::MEMSIZE as u64,
+            W::PageFault2 if on_tmpfs => page_fault::MEMSIZE as u64,
+            W::Fallocate1 | W::Fallocate2 => fallocate::FILE_BYTES as u64,
+            _ => 0,
+        }
+    }
+
     /// Where its files go unless --tmpdir says otherwise: tmpfs for will-it-scale's, as the
     /// LKP reports ran them.
     pub fn default_tmpdir(self) -> &'static str {
