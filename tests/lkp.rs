@@ -91,6 +91,9 @@ fn patches() -> Vec<PathBuf> {
 
 fn lkp() -> Option<Lkp> {
     let src = lkp_src()?;
+    if Command::new("git").arg("--version").output().is_err() {
+        return skip("git is missing (it applies the patch series; .ci/run installs it)");
+    }
     if !ruby_has(&PARSE_NEEDS) {
         return skip("ruby with active_support is missing (Debian: ruby ruby-activesupport; .ci/run installs them)");
     }
@@ -415,6 +418,34 @@ fn parse_gives_failure_stats_for_a_failed_stopped_or_unreadable_run() {
     let file = dir.path().join("crlf");
     std::fs::write(&file, wrapped(&doc, "faultscale-exit-status: 0\n").replace('\n', "\r\n")).unwrap();
     assert_stats_match(&parse(&lkp, &file), &doc);
+}
+
+#[test]
+fn lkps_stats_code_reads_the_kpis_direction_from_the_patched_index() {
+    let Some(lkp) = lkp() else { return };
+    // lib/stats.rb's kpi_stat_direction, as compare and the bisect code call it, for a 5% rise.
+    let script = r##"require ENV["LKP_SRC"] + "/lib/stats"
+        ARGV.each { |s| puts "#{s} #{kpi_stat_direction(s, 5)} #{strict_kpi_stat?(s, nil)}" }"##;
+    let cases = [
+        ("faultscale.overhead_pct", "regression true"),
+        ("faultscale.4.child.overhead_pct", "regression true"),
+        ("faultscale.4.nested:4.cpu_ns_per_fault", "regression true"),
+        ("faultscale.4.child.faults_per_sec", "improvement true"),
+        ("faultscale.per_process_ops", "improvement true"),
+        ("faultscale.4.base.per_thread_ops", "improvement true"),
+        // The interval's ends and the control say how far to trust a change; they are no KPI.
+        ("faultscale.overhead_low_pct", "undefined false"),
+        ("faultscale.control_overhead_pct", "undefined false"),
+    ];
+    let output = Command::new("ruby")
+        .args(["-e", script])
+        .args(cases.iter().map(|c| c.0))
+        .env("LKP_SRC", lkp.src())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let expected: Vec<String> = cases.iter().map(|(stat, says)| format!("{stat} {says}")).collect();
+    assert_eq!(text(&output.stdout).lines().collect::<Vec<_>>(), expected);
 }
 
 /// A YAML file as JSON, read by ruby's own YAML (LKP's job files are ruby's YAML).
