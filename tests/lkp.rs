@@ -1,11 +1,12 @@
-//! faultscale as an LKP program (integrations/lkp), driven by lkp-tests' own code from the
-//! tree `LKP_SRC` names: its bin/run-test runs `run` as the job runner runs a program (the
-//! job's parameters as variables, the output captured into the result root), `parse` reads
-//! that output under ruby with lkp-tests' lib/statistics, its split-job expands the job files
-//! and its bin/program-options reads the parameters `run` declares. lkp-tests is never
-//! written: the tests run it from an overlay of symlinks with the program and jobs added, as
-//! they would be copied in. Without `LKP_SRC` (or ruby) they print `skipped: ...`;
-//! `.ci/run` sets FAULTSCALE_REQUIRE_LKP=1, so in CI a skip fails.
+//! faultscale as an LKP program, as the patch series in integrations/lkp/patches adds it to
+//! the lkp-tests tree `LKP_SRC` names: each test copies that tree, applies the series with
+//! `git apply --check` and `git am`, and runs lkp-tests' own code on the patched copy: its
+//! bin/run-test runs `run` as the job runner does (the job's parameters as variables, the
+//! output captured into the result root), bin/run-stats feeds it to `parse` and dump-stat,
+//! bin/create-stats-matrix makes stats.json and matrix.json, split-job expands the job files
+//! and bin/program-options reads the parameters `run` declares. `LKP_SRC` is never written.
+//! Without `LKP_SRC` (or ruby) they print `skipped: ...`; `.ci/run` sets
+//! FAULTSCALE_REQUIRE_LKP=1, so in CI a skip fails.
 
 #[macro_use]
 mod common;
@@ -32,20 +33,44 @@ fn skip<T>(reason: &str) -> Option<T> {
     None
 }
 
-/// lkp-tests with faultscale's program and jobs added: symlinks to every entry of `LKP_SRC`,
-/// programs/, jobs/ and hosts/ as directories of symlinks plus faultscale's own, and a hosts
-/// file for this machine (what `lkp install` writes), which split-job reads.
+/// A copy of lkp-tests with faultscale's patch series applied, and a hosts file for this
+/// machine (what `lkp install` writes), which split-job reads.
 struct Lkp {
     dir: tempfile::TempDir,
 }
 
 impl Lkp {
-    fn src(&self) -> &Path {
-        self.dir.path()
+    fn src(&self) -> PathBuf {
+        self.dir.path().join("lkp-tests")
+    }
+
+    /// Where this copy keeps result roots: lkp-tests' RESULT_ROOT_DIR, /lkp/result on a
+    /// test machine, here inside the copy's temporary directory (see `compare`).
+    fn result_root_dir(&self) -> PathBuf {
+        self.dir.path().join("lkp/result")
     }
 }
 
-fn lkp() -> Option<Lkp> {
+/// The two runs' "commits": sbin/compare's default dimension.
+const COMMITS: [&str; 2] = ["1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"];
+
+/// git in `dir` under a fixed identity, asserting it succeeds.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=faultscale tests", "-c", "user.email=tests@faultscale.invalid"])
+        .args(["-c", "init.defaultBranch=master"])
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {}{}", text(&output.stdout), text(&output.stderr));
+    text(&output.stdout)
+}
+
+fn lkp_src() -> Option<PathBuf> {
     let Some(src) = std::env::var_os("LKP_SRC") else {
         return skip("set LKP_SRC to an lkp-tests tree");
     };
@@ -53,98 +78,270 @@ fn lkp() -> Option<Lkp> {
     if !src.join("lib/statistics.rb").is_file() || !src.join("bin/run-test").is_file() {
         return skip(&format!("LKP_SRC={} is not an lkp-tests tree (no lib/statistics.rb)", src.display()));
     }
+    Some(src)
+}
+
+fn patches() -> Vec<PathBuf> {
+    let dir = integration().join("patches");
+    let mut patches: Vec<PathBuf> = files_in(&dir).iter().map(|name| dir.join(name)).collect();
+    patches.sort();
+    assert!(!patches.is_empty(), "no patch series in {}", dir.display());
+    patches
+}
+
+fn lkp() -> Option<Lkp> {
+    let src = lkp_src()?;
+    if Command::new("git").arg("--version").output().is_err() {
+        return skip("git is missing (it applies the patch series; .ci/run installs it)");
+    }
     if !ruby_has(&PARSE_NEEDS) {
         return skip("ruby with active_support is missing (Debian: ruby ruby-activesupport; .ci/run installs them)");
     }
     let dir = tempfile::tempdir().unwrap();
-    let link = |from: &Path, to: &Path| std::os::unix::fs::symlink(from, to).unwrap();
-    for entry in std::fs::read_dir(&src).unwrap().flatten() {
-        let name = entry.file_name();
-        if ["programs", "jobs", "hosts"].iter().any(|n| name == *n) {
-            std::fs::create_dir(dir.path().join(&name)).unwrap();
-            for inner in std::fs::read_dir(entry.path()).unwrap().flatten() {
-                link(&inner.path(), &dir.path().join(&name).join(inner.file_name()));
-            }
-        } else {
-            link(&entry.path(), &dir.path().join(&name));
-        }
-    }
-    link(&integration().join("programs/faultscale"), &dir.path().join("programs/faultscale"));
-    link(&integration().join("jobs/faultscale"), &dir.path().join("jobs/faultscale"));
+    let tree = dir.path().join("lkp-tests");
+    let copy = Command::new("cp").arg("-a").arg(&src).arg(&tree).status().unwrap();
+    assert!(copy.success(), "copying {}", src.display());
+    // The snapshot is no git repository: it becomes the base commit the series applies to.
+    git(&tree, &["init", "-q"]);
+    git(&tree, &["add", "-A", "-f"]);
+    git(&tree, &["commit", "-q", "-m", "base"]);
+    git(&tree, &["tag", "base"]);
+    let patches = patches();
+    let mut check = vec!["apply", "--check"];
+    check.extend(patches.iter().map(|p| p.to_str().unwrap()));
+    git(&tree, &check);
+    let mut am = vec!["am", "-q"];
+    am.extend(patches.iter().map(|p| p.to_str().unwrap()));
+    git(&tree, &am);
+    let log = git(&tree, &["log", "--format=%s", "base..HEAD"]);
+    assert_eq!(log.lines().count(), patches.len(), "one commit per patch:\n{log}");
     let host = text(&Command::new("hostname").output().unwrap().stdout).trim().to_string();
     let cpus = std::thread::available_parallelism().unwrap().get();
-    std::fs::write(dir.path().join("hosts").join(host), format!("nr_cpu: {cpus}\nnr_node: 1\nmemory: 1G\n")).unwrap();
+    std::fs::write(tree.join("hosts").join(host), format!("nr_cpu: {cpus}\nnr_node: 1\nmemory: 1G\n")).unwrap();
     Some(Lkp { dir })
 }
 
-/// `parse` as LKP's run-stats runs it, from the overlay.
+/// `parse` as LKP's run-stats runs it, from the patched tree.
 fn parse(lkp: &Lkp, raw: &Path) -> String {
-    common::lkp::parse(lkp.src(), &lkp.src().join("programs/faultscale"), raw)
+    common::lkp::parse(&lkp.src(), &lkp.src().join("programs/faultscale"), raw)
+}
+
+#[test]
+fn the_committed_patch_series_is_the_one_scripts_lkp_patches_makes() {
+    let Some(src) = lkp_src() else { return };
+    let output = Command::new(repo().join("scripts/lkp-patches")).arg("--check").env("LKP_SRC", &src).output().unwrap();
+    assert!(output.status.success(), "{}{}", text(&output.stdout), text(&output.stderr));
+    for patch in patches() {
+        let body = std::fs::read_to_string(&patch).unwrap();
+        assert!(body.contains("\nSigned-off-by: "), "{}: signed off as lkp-tests' commits are", patch.display());
+    }
+}
+
+/// One job run as LKP runs it, into `result` (a result root): bin/run-test with the job's
+/// parameters as variables, bin/run-stats (parse, then dump-stat into faultscale.json), then
+/// bin/create-stats-matrix. Returns the program's output and what LKP's steps logged.
+fn run_job(lkp: &Lkp, result: &Path, params: &[String]) -> (String, String) {
+    let (tmp, benchmarks) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // What `lkp install` unpacks: $BENCHMARK_ROOT/faultscale/bin/faultscale.
+    std::fs::create_dir_all(benchmarks.path().join("faultscale/bin")).unwrap();
+    std::os::unix::fs::symlink(binary(), benchmarks.path().join("faultscale/bin/faultscale")).unwrap();
+    std::fs::create_dir_all(result).unwrap();
+    std::fs::write(result.join("job.yaml"), "suite: faultscale\ntestcase: faultscale\ncategory: benchmark\n").unwrap();
+    let lkp_env = |c: &mut Command| {
+        c.env("LKP_SRC", lkp.src())
+            .env("TMP", tmp.path())
+            .env("RESULT_ROOT", result)
+            .env("TMP_RESULT_ROOT", result)
+            .env("BENCHMARK_ROOT", benchmarks.path())
+            .env("suite", "faultscale")
+            .env("testcase", "faultscale")
+            .env("category", "benchmark")
+            .stdin(Stdio::null());
+    };
+    // As job.sh's run_test hands a program its parameters: env NAME=VALUE ... bin/run-test
+    // faultscale, from a shell of its own (run-test sets its parent's oom_score_adj).
+    let mut run = Command::new("sh");
+    run.args(["-c", "\"$@\"; exit $?", "sh", "env"]).args(params).arg(lkp.src().join("bin/run-test")).arg("faultscale");
+    lkp_env(&mut run);
+    let output = run.output().unwrap();
+    let raw = std::fs::read_to_string(result.join("faultscale")).expect("run-test captured the program's output");
+    assert!(output.status.success(), "run failed: {}\n{raw}\n{}", output.status, text(&output.stderr));
+    assert_eq!(raw, text(&output.stdout), "run-test's tee shows what it keeps");
+    let mut logged = text(&output.stderr);
+    for step in [vec!["bin/run-stats", "faultscale"], vec!["bin/create-stats-matrix"]] {
+        let mut c = Command::new(lkp.src().join(step[0]));
+        c.args(&step[1..]);
+        if step[0] == "bin/create-stats-matrix" {
+            c.arg(result);
+        }
+        lkp_env(&mut c);
+        let out = c.output().unwrap();
+        logged += &text(&out.stdout);
+        logged += &text(&out.stderr);
+        assert!(out.status.success(), "{}: {}\n{logged}", step[0], out.status);
+    }
+    (raw, logged)
+}
+
+/// A result root's stats.json, and its matrix (matrix.json, gzipped where lkp-tests compresses it).
+fn stats_and_matrix(result: &Path) -> (Value, Value) {
+    let stats: Value = serde_json::from_str(&std::fs::read_to_string(result.join("stats.json")).unwrap()).unwrap();
+    let matrix = if result.join("matrix.json").is_file() {
+        std::fs::read_to_string(result.join("matrix.json")).unwrap()
+    } else {
+        let out = Command::new("gzip").arg("-dc").arg(result.join("matrix.json.gz")).output().unwrap();
+        text(&out.stdout)
+    };
+    (stats, serde_json::from_str(&matrix).unwrap())
+}
+
+/// The cgroup this test runs in, as /proc/self/cgroup names it (the memory controller's on v1).
+fn own_cgroup_is_below_the_root() -> bool {
+    let text = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let memory = text.lines().find(|l| l.split(':').nth(1).is_some_and(|c| c.split(',').any(|c| c == "memory")));
+    let line = memory.or_else(|| text.lines().find(|l| l.starts_with("0::"))).unwrap();
+    line.rsplit(':').next().unwrap() != "/"
 }
 
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
-fn run_under_lkps_run_test_then_parse_gives_the_jsons_figures() {
+fn a_job_through_lkps_run_test_run_stats_and_create_stats_matrix() {
     let _serial = needs_root();
     let Some(lkp) = lkp() else { return };
-    let (result, tmp, benchmarks) =
-        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let path = format!("{}:{}", binary().parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
     let cpus = std::thread::available_parallelism().unwrap().get();
-    // As job.sh's run_test hands a program its parameters: env NAME=VALUE ... bin/run-test
-    // faultscale, from a shell of its own (run-test sets its parent's oom_score_adj).
-    let output = Command::new("sh")
-        .args(["-c", "\"$@\"; exit $?", "sh", "env"])
-        .args(["cgroup=child", "duration=2", "slices=2", "workload=anon", "mode=process", "nr_task=100%"])
-        .args(["thp=never", &format!("base={BASE}")])
-        .arg(lkp.src().join("bin/run-test"))
-        .arg("faultscale")
-        .env("LKP_SRC", lkp.src())
-        .env("TMP", tmp.path())
-        .env("RESULT_ROOT", result.path())
-        .env("TMP_RESULT_ROOT", result.path())
-        .env("BENCHMARK_ROOT", benchmarks.path())
-        .env("PATH", path)
-        .env("testcase", "faultscale")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let raw_path = result.path().join("faultscale");
-    let raw = std::fs::read_to_string(&raw_path).expect("run-test captured the program's output");
-    assert!(output.status.success(), "run failed: {}\n{raw}\n{}", output.status, text(&output.stderr));
-    assert_eq!(raw, text(&output.stdout), "run-test's tee shows what it keeps");
-    assert!(raw.lines().next().unwrap().ends_with(&format!(" --tasks {cpus}")), "the command, logged:\n{raw}");
-    assert!(raw.contains("placement  cgroup"), "the table:\n{raw}");
-    let reproduce = std::fs::read_to_string(result.path().join("reproduce.sh")).unwrap();
-    assert!(reproduce.contains(&format!("--base {BASE} --cgroup child --duration 2 --slices 2")), "{reproduce}");
+    // The default base is what the job's cgroup gives; only where this test runs below the
+    // root (it then resolves to self or new), else new, never the root on this host.
+    let default_base = own_cgroup_is_below_the_root();
+    let mut runs = Vec::new();
+    for (n, base) in [(0, Some(BASE)), (1, (!default_base).then_some(BASE))] {
+        let mut params: Vec<String> =
+            ["placement=child,control", "runtime=2s", "slices=2", "test=anon"].iter().map(|p| p.to_string()).collect();
+        params.extend(["mode=process", "nr_task=100%", "thp=never"].map(String::from));
+        if let Some(base) = base {
+            params.push(format!("base={base}"));
+        }
+        // A result root where LKP keeps one: RESULT_ROOT_DIR/testcase/params/testbox/rootfs/
+        // kconfig/compiler/commit/run, one fake commit per run (compare's dimension).
+        let result = lkp
+            .result_root_dir()
+            .join("faultscale/child_control-2s-process-100%-anon/testbox/debian-x86_64.cgz/x86_64-rhel/gcc-12")
+            .join(COMMITS[n])
+            .join("0");
+        let (raw, logged) = run_job(&lkp, &result, &params);
+        assert!(!logged.contains("skip unite"), "create-stats-matrix took a stray JSON for a monitor:\n{logged}");
+        let jsons: Vec<String> = files_in(&result)
+            .into_iter()
+            .map(|f| f.to_string_lossy().into_owned())
+            .filter(|f| f.ends_with(".json"))
+            .collect();
+        assert_eq!(jsons, ["faultscale.json", "stats.json"], "only LKP's own JSON in the result root");
+        let command = raw.lines().find(|l| l.contains("bin/faultscale ")).expect("the command, logged");
+        assert!(command.ends_with(&format!(" --tasks {cpus}")), "{raw}");
+        let cgroup_line = raw.lines().find(|l| l.starts_with("faultscale-job-cgroup: ")).expect("the job's cgroup");
+        let expected_base = match base {
+            Some(base) => base.to_string(),
+            None if cgroup_line.contains("cgroup v1") => "self".to_string(),
+            None => "new".to_string(),
+        };
+        assert!(cgroup_line.ends_with(&format!("below the root): --base {expected_base}")), "{cgroup_line}");
+        assert!(raw.contains("placement  cgroup"), "the table:\n{raw}");
+        let reproduce = std::fs::read_to_string(result.join("reproduce.sh")).unwrap();
+        assert!(
+            reproduce.contains(&format!("--base {expected_base} --cgroup child,control --duration 2 --slices 2")),
+            "{reproduce}"
+        );
+        assert!(!reproduce.contains(result.to_str().unwrap()), "no path into the result root:\n{reproduce}");
 
-    let doc = embedded_json(&raw);
-    let file: Value =
-        serde_json::from_str(&std::fs::read_to_string(result.path().join("faultscale-run.json")).unwrap()).unwrap();
-    assert_eq!(doc, file, "run prints the JSON it wrote to the result root");
-    let settings = &doc["settings"];
-    assert_eq!(settings["placements"], serde_json::json!(["base", "child"]));
-    assert_eq!(settings["tasks"], serde_json::json!([cpus]), "nr_task=100% is one task per CPU");
-    assert_eq!((settings["duration_s"].as_f64(), settings["slices"].as_u64()), (Some(2.0), Some(2)));
-    assert_eq!(
-        (&settings["workload"], &settings["mode"], &settings["thp"]),
-        (&"anon".into(), &"process".into(), &"never".into())
-    );
+        let doc = embedded_json(&raw);
+        let settings = &doc["settings"];
+        assert_eq!(settings["placements"], serde_json::json!(["base", "child", "control"]));
+        assert_eq!(settings["tasks"], serde_json::json!([cpus]), "nr_task=100% is one task per CPU");
+        assert_eq!((settings["duration_s"].as_f64(), settings["slices"].as_u64()), (Some(2.0), Some(2)));
+        assert!(doc["environment"]["base_depth"].as_u64().unwrap() > 0, "below the root here");
 
-    let parsed = parse(&lkp, &raw_path);
-    assert_stats_match(&parsed, &doc);
-    let got = stats(&parsed);
-    for key in ["child.overhead_pct", "child.overhead_low_pct", "child.cpu_ns_per_fault", "per_process_ops"] {
-        assert!(got.contains_key(key), "{key} missing from\n{parsed}");
+        let parsed = parse(&lkp, &result.join("faultscale"));
+        assert_stats_match(&parsed, &doc);
+        let got = stats(&parsed);
+        for key in ["overhead_pct", "overhead_low_pct", "control_overhead_high_pct", "per_process_ops", "workload"] {
+            assert!(got.contains_key(key), "{key} missing from\n{parsed}");
+        }
+        assert!(got.contains_key(&format!("{cpus}.child.overhead_pct")), "{parsed}");
+        let (stats_json, matrix) = stats_and_matrix(&result);
+        for (key, value) in &got {
+            let name = format!("faultscale.{key}");
+            let stored = stats_json[&name].as_f64().unwrap_or_else(|| panic!("{name} not in stats.json"));
+            assert!((stored - value).abs() < 1e-6, "{name}: {stored} in stats.json, parse said {value}");
+            assert!(matrix[&name].is_array(), "{name} not in matrix.json");
+        }
+        let pid: u32 = doc["environment"]["run_id"].as_str().unwrap().split('-').next().unwrap().parse().unwrap();
+        assert_nothing_left(&runs_dir(), pid);
+        runs.push(result);
     }
-    let pid: u32 = doc["environment"]["run_id"].as_str().unwrap().split('-').next().unwrap().parse().unwrap();
-    assert_nothing_left(&runs_dir(), pid);
+    compare(&lkp, &runs);
+}
+
+/// Two result roots through LKP's sbin/compare, one headline stat at a time (`-f STAT
+/// RESULT_ROOT...`): each side's value and LKP's %change between them, blank under 3%.
+/// lkp-tests fixes RESULT_ROOT_DIR (/lkp/result) and KTEST_PATHS_DIR (/lkp/paths) as
+/// constants in lib/constant.rb, and compare parses a result root's path against the first;
+/// this host has no /lkp and the test writes nowhere but its temporary directory, so the
+/// copy's two constants point there (the one change to lkp-tests' code in these tests).
+fn compare(lkp: &Lkp, runs: &[PathBuf]) {
+    if !ruby_has(&["gnuplot", "term/ansicolor"]) {
+        skip::<()>(
+            "sbin/compare needs ruby's gnuplot and term-ansicolor (Debian: ruby-gnuplot ruby-term-ansicolor; .ci/run installs them)",
+        );
+        return;
+    }
+    let constants = lkp.src().join("lib/constant.rb");
+    let text_of = std::fs::read_to_string(&constants).unwrap();
+    let root = lkp.dir.path().join("lkp");
+    let changed = text_of
+        .replace("'/lkp/result'", &format!("'{}/result'", root.display()))
+        .replace("'/lkp/paths'", &format!("'{}/paths'", root.display()));
+    assert_ne!(changed, text_of, "lib/constant.rb names /lkp/result and /lkp/paths");
+    std::fs::write(&constants, changed).unwrap();
+    let sides: Vec<Value> = runs.iter().map(|r| stats_and_matrix(r).0).collect();
+    for stat in [
+        "overhead_pct",
+        "overhead_low_pct",
+        "overhead_high_pct",
+        "control_overhead_low_pct",
+        "control_overhead_high_pct",
+        "per_process_ops",
+    ] {
+        let name = format!("faultscale.{stat}");
+        let output = Command::new("ruby")
+            .arg(lkp.src().join("sbin/compare"))
+            .args(["-c", "never", "-f", &name])
+            .args(runs)
+            .env("LKP_SRC", lkp.src())
+            .output()
+            .unwrap();
+        let shown = text(&output.stdout);
+        assert!(output.status.success(), "compare -f {name}: {}\n{shown}", text(&output.stderr));
+        let line = shown
+            .lines()
+            .find(|l| l.ends_with(&format!("GEO-MEAN {name}")))
+            .unwrap_or_else(|| panic!("compare shows no {name}:\n{shown}"));
+        let (v0, v1) = (sides[0][&name].as_f64().unwrap(), sides[1][&name].as_f64().unwrap());
+        let shown_value = |v: f64| format!("{v:.2}");
+        let change = 100.0 * (v1 - v0) / v0;
+        let columns: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(columns[0], shown_value(v0), "{line}");
+        if change.abs() < 3.0 {
+            assert_eq!(columns[1], shown_value(v1), "a change under 3% is shown blank: {line}");
+        } else {
+            assert_eq!(columns[1..3], [format!("{change:.0}%"), shown_value(v1)], "{line}");
+        }
+        shown!("lkp compare: {line}");
+    }
 }
 
 #[test]
 fn parse_on_the_shipped_fixture_gives_its_yaml_and_the_jsons_figures() {
     let Some(lkp) = lkp() else { return };
-    let fixture = integration().join("spec/fixtures/stats/faultscale/1");
+    let fixture = lkp.src().join("spec/fixtures/stats/faultscale/1");
     let parsed = parse(&lkp, &fixture);
     let expected = std::fs::read_to_string(fixture.with_extension("yaml")).unwrap();
     // lkp-tests' stats_spec compares the parser's output with the chomped YAML.
@@ -180,6 +377,75 @@ fn parse_on_the_shipped_fixture_gives_its_yaml_and_the_jsons_figures() {
         assert_stats_match(&parsed, &with);
         assert_eq!(stats(&parsed).keys().filter(|k| k.starts_with("per_level")).count(), named, "{parsed}");
     }
+}
+
+#[test]
+fn parse_gives_failure_stats_for_a_failed_stopped_or_unreadable_run() {
+    let Some(lkp) = lkp() else { return };
+    let raw = std::fs::read_to_string(lkp.src().join("spec/fixtures/stats/faultscale/1")).unwrap();
+    let doc = embedded_json(&raw);
+    let dir = tempfile::tempdir().unwrap();
+    let wrapped =
+        |doc: &Value, tail: &str| format!("table\nfaultscale-json-begin\n{doc:#}\nfaultscale-json-end\n{tail}");
+    let mut stopped = doc.clone();
+    stopped["complete"] = Value::Bool(false);
+    let mut failed = doc.clone();
+    failed["failures"] = serde_json::json!([{"placement": "child", "round": 2, "reason": "worker 1 exited"}]);
+    let json = format!("{doc:#}");
+    let cases = [
+        (wrapped(&stopped, "faultscale-exit-status: 130\n"), vec!["exit_status.130.fail", "incomplete.fail"]),
+        (wrapped(&failed, "faultscale-exit-status: 1\n"), vec!["exit_status.1.fail", "failed_slices.fail"]),
+        (format!("table\nfaultscale-json-begin\n{}\n", &json[..json.len() / 2]), vec!["truncated_json.fail"]),
+        (
+            format!("faultscale-json-begin\n{}\nfaultscale-json-end\n", &json[..json.len() / 2]),
+            vec!["invalid_json.fail"],
+        ),
+        (
+            "faultscale: error: something\nfaultscale-exit-status: 1\n".to_string(),
+            vec!["exit_status.1.fail", "no_json.fail"],
+        ),
+        (String::new(), vec!["no_json.fail"]),
+    ];
+    for (input, expected) in cases {
+        let file = dir.path().join("raw");
+        std::fs::write(&file, &input).unwrap();
+        let parsed = parse(&lkp, &file);
+        let got = stats(&parsed);
+        let fails: Vec<&str> = got.keys().filter(|k| k.ends_with(".fail")).map(|k| k.as_str()).collect();
+        assert_eq!(fails, expected, "{parsed}");
+    }
+    // CRLF line ends (a log copied through Windows or a serial console) read as LF ones.
+    let file = dir.path().join("crlf");
+    std::fs::write(&file, wrapped(&doc, "faultscale-exit-status: 0\n").replace('\n', "\r\n")).unwrap();
+    assert_stats_match(&parse(&lkp, &file), &doc);
+}
+
+#[test]
+fn lkps_stats_code_reads_the_kpis_direction_from_the_patched_index() {
+    let Some(lkp) = lkp() else { return };
+    // lib/stats.rb's kpi_stat_direction, as compare and the bisect code call it, for a 5% rise.
+    let script = r##"require ENV["LKP_SRC"] + "/lib/stats"
+        ARGV.each { |s| puts "#{s} #{kpi_stat_direction(s, 5)} #{strict_kpi_stat?(s, nil)}" }"##;
+    let cases = [
+        ("faultscale.overhead_pct", "regression true"),
+        ("faultscale.4.child.overhead_pct", "regression true"),
+        ("faultscale.4.nested:4.cpu_ns_per_fault", "regression true"),
+        ("faultscale.4.child.faults_per_sec", "improvement true"),
+        ("faultscale.per_process_ops", "improvement true"),
+        ("faultscale.4.base.per_thread_ops", "improvement true"),
+        // The interval's ends and the control say how far to trust a change; they are no KPI.
+        ("faultscale.overhead_low_pct", "undefined false"),
+        ("faultscale.control_overhead_pct", "undefined false"),
+    ];
+    let output = Command::new("ruby")
+        .args(["-e", script])
+        .args(cases.iter().map(|c| c.0))
+        .env("LKP_SRC", lkp.src())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let expected: Vec<String> = cases.iter().map(|(stat, says)| format!("{stat} {says}")).collect();
+    assert_eq!(text(&output.stdout).lines().collect::<Vec<_>>(), expected);
 }
 
 /// A YAML file as JSON, read by ruby's own YAML (LKP's job files are ruby's YAML).
@@ -229,7 +495,7 @@ fn job_files_split_with_lkps_split_job_into_jobs_of_declared_parameters() {
         .unwrap();
     assert!(split.status.success(), "split-job: {}", text(&split.stderr));
     let atoms: Vec<Value> = files_in(out.path()).iter().map(|name| yaml(&out.path().join(name))).collect();
-    assert_eq!(atoms.len(), 16, "2 jobs x nr_task x mode x workload:\n{}", text(&split.stdout));
+    assert_eq!(atoms.len(), 16, "2 jobs x nr_task x mode x test:\n{}", text(&split.stdout));
     let mut seen = std::collections::BTreeSet::new();
     for atom in &atoms {
         let params = atom["faultscale"].as_object().expect("a faultscale: section");
@@ -243,12 +509,22 @@ fn job_files_split_with_lkps_split_job_into_jobs_of_declared_parameters() {
             }
         }
         let cgroup2 = atom.get("cgroup2").is_some_and(|c| c.is_object());
-        assert_eq!(params["base"], if cgroup2 { "self" } else { "root" });
+        // The plain job takes the job's own cgroup (run detects it); the cgroup2 job builds
+        // in the cgroup LKP's setup made.
+        assert_eq!(params.get("base"), cgroup2.then(|| Value::from("self")).as_ref());
         if cgroup2 {
-            assert_eq!(atom["cg_bind"], 0, "LKP's cgroup2 cgroup must hold no process for faultscale to build in it");
+            assert_eq!(
+                atom["cgroup2"]["cg_bind"], 0,
+                "LKP's cgroup2 cgroup must hold no process for faultscale to build in it"
+            );
+            assert_eq!(atom["cgroup2"]["memory.high"], "90%", "cgroup2.yaml's knobs kept beside cg_bind");
         }
-        assert_eq!(params["cgroup"], "child,nested:4");
-        seen.insert((cgroup2, atom["nr_task"].to_string(), params["mode"].to_string(), params["workload"].to_string()));
+        assert!(atom.get("cg_bind").is_none() && atom.get("cgroup").is_none(), "no top-level cg_bind or cgroup key");
+        assert_eq!(params["placement"], "child,nested:4,control");
+        // doc/add-testcase.md: 300-600 s, written as netperf's jobs write it (params/runtime
+        // turns it into seconds when the job is expanded; run takes either).
+        assert_eq!(params["runtime"], "300s");
+        seen.insert((cgroup2, atom["nr_task"].to_string(), params["mode"].to_string(), params["test"].to_string()));
     }
     assert_eq!(seen.len(), 16, "every combination once");
 }

@@ -162,7 +162,7 @@ fn pure_v2_session_profile_and_topology() {
     let Some(out) = boot("v2", &options, "scripts/guest/qemu-session.sh") else { return };
     let dir = out.path();
     if let Some((_, lkp_src)) = &lkp {
-        lkp_at_the_true_root(dir, lkp_src);
+        lkp_below_the_root(dir, lkp_src);
     }
     session_scenarios(dir, true);
     // --base self in a session scope: one line, naming the rule and the way out; a usage
@@ -232,14 +232,18 @@ fn lkp_share() -> Option<(tempfile::TempDir, std::path::PathBuf)> {
     None
 }
 
-/// The LKP program run at the guest's true root as LKP's machines run it (base=root, its
-/// default): the baseline in `/`, the stats `parse` makes of its output (under ruby here, with
-/// lkp-tests' lib/statistics) those of its JSON, and nothing left (the leftover checks).
-fn lkp_at_the_true_root(dir: &Path, lkp_src: &Path) {
+/// The LKP program run as LKP's machines run it: from the job's service, so its default base
+/// is the service's cgroup below the root (on v2 a cgroup of faultscale's own beside it,
+/// `--base new`), which run names with its depth; the stats `parse` makes of its output
+/// (under ruby here, with lkp-tests' lib/statistics) those of its JSON, and nothing left.
+fn lkp_below_the_root(dir: &Path, lkp_src: &Path) {
     assert_eq!(read(dir, "lkp.rc").trim(), "0", "{}\n{}", read(dir, "lkp.err"), read(dir, "lkp/faultscale"));
     let raw = dir.join("lkp/faultscale");
     let output = read(dir, "lkp/faultscale");
-    assert!(output.lines().next().unwrap().contains("--base root --cgroup child,nested:4"), "{output}");
+    let cgroup_line = output.lines().find(|l| l.starts_with("faultscale-job-cgroup: ")).expect("the job's cgroup");
+    assert!(cgroup_line.contains("(cgroup v2, depth "), "{cgroup_line}");
+    assert!(cgroup_line.ends_with(", below the root): --base new"), "{cgroup_line}");
+    assert!(output.contains("--base new --cgroup child,nested:4"), "{output}");
     let doc = common::lkp::embedded_json(&output);
     let placements: Vec<(&str, &str)> = doc["summaries"]
         .as_array()
@@ -247,11 +251,12 @@ fn lkp_at_the_true_root(dir: &Path, lkp_src: &Path) {
         .iter()
         .map(|s| (s["placement"].as_str().unwrap(), s["cgroup_path"].as_str().unwrap()))
         .collect();
-    assert_eq!(placements[0], ("root", "/"), "the baseline is the true root: {placements:?}");
-    assert_eq!(placements.iter().map(|p| p.0).collect::<Vec<_>>(), ["root", "child", "nested:4"]);
+    assert_eq!(placements[0].0, "base", "the baseline is below the root: {placements:?}");
+    assert!(doc["environment"]["base_depth"].as_u64().unwrap() > 0, "{placements:?}");
+    assert_eq!(placements.iter().map(|p| p.0).collect::<Vec<_>>(), ["base", "child", "nested:4"]);
     let parsed = common::lkp::parse(lkp_src, &root().join("integrations/lkp/programs/faultscale"), &raw);
     common::lkp::assert_stats_match(&parsed, &doc);
-    shown!("qemu guest v2: LKP's run at the true root, parse gave {} stats", parsed.lines().count());
+    shown!("qemu guest v2: LKP's run below the root, parse gave {} stats", parsed.lines().count());
 }
 
 #[test]

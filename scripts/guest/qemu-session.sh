@@ -86,15 +86,18 @@ if [ "${FS_TOPOLOGY:-0}" = 1 ]; then
 fi
 
 # faultscale as an LKP program (integrations/lkp), where LKP's own test machines run it: as
-# root from the job's service, at the true root (base=root, the program's default). The
-# program and lkp-tests' lib/ come in through --share (/mnt/in/extra); its output and JSON go
-# to $O/lkp for the test to feed to `parse` under ruby on the host (the guest has no ruby).
+# root from the job's service, so in that service's cgroup below the root (the program's
+# default base, detected at run time: --base new on v2). The program and lkp-tests' lib/ come
+# in through --share (/mnt/in/extra), the binary where `lkp install` puts it
+# ($BENCHMARK_ROOT/faultscale/bin); its output goes to $O/lkp for the test to feed to `parse`
+# under ruby on the host (the guest has no ruby).
 if [ -x "$FS_IN/extra/lkp-tests/programs/faultscale/run" ]; then
-    mkdir -p "$O/lkp"
+    mkdir -p "$O/lkp" /tmp/lkp-benchmarks/faultscale/bin /tmp/lkp-tmp
+    ln -sf "$FS_IN/faultscale" /tmp/lkp-benchmarks/faultscale/bin/faultscale
     start=$(date +%s.%N)
-    env -i PATH="$FS_IN:/usr/sbin:/usr/bin:/sbin:/bin" LKP_SRC="$FS_IN/extra/lkp-tests" \
-        RESULT_ROOT="$O/lkp" TMP_RESULT_ROOT="$O/lkp" testcase=faultscale \
-        cgroup=child,nested:4 duration=1 slices=2 nr_task=2 \
+    env -i PATH="/usr/sbin:/usr/bin:/sbin:/bin" LKP_SRC="$FS_IN/extra/lkp-tests" \
+        RESULT_ROOT="$O/lkp" TMP_RESULT_ROOT="$O/lkp" TMP=/tmp/lkp-tmp testcase=faultscale suite=faultscale \
+        BENCHMARK_ROOT=/tmp/lkp-benchmarks placement=child,nested:4 runtime=1 slices=2 nr_task=2 test=anon \
         bash "$FS_IN/extra/lkp-tests/programs/faultscale/run" > "$O/lkp/faultscale" 2> "$O/lkp.err" < /dev/null
     echo $? > "$O/lkp.rc"
     . /run/seconds.sh

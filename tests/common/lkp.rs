@@ -27,6 +27,7 @@ pub fn parse(lkp_src: &Path, program: &Path, raw: &Path) -> String {
         .output()
         .unwrap();
     assert!(output.status.success(), "parse failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.stderr.is_empty(), "parse said: {}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
@@ -52,11 +53,16 @@ pub fn embedded_json(raw: &str) -> Value {
 pub fn expected_stats(doc: &Value) -> BTreeMap<String, (f64, f64)> {
     let mut out = BTreeMap::new();
     let summaries = doc["summaries"].as_array().unwrap();
-    let sweep = summaries.iter().any(|s| s["tasks"] != summaries[0]["tasks"]);
     let mut put = |key: String, value: &Value, scale: f64, tolerance: f64| {
         if let Some(v) = value.as_f64() {
             out.insert(key, (v * scale, tolerance));
         }
+    };
+    put("base_depth".into(), &doc["environment"]["base_depth"], 1.0, 0.0);
+    let overhead = |put: &mut dyn FnMut(String, &Value, f64, f64), prefix: &str, o: &Value| {
+        put(format!("{prefix}overhead_pct"), &o["mean"], 100.0, 0.005);
+        put(format!("{prefix}overhead_low_pct"), &o["low"], 100.0, 0.005);
+        put(format!("{prefix}overhead_high_pct"), &o["high"], 100.0, 0.005);
     };
     for s in summaries {
         let name: String = s["placement"]
@@ -65,19 +71,28 @@ pub fn expected_stats(doc: &Value) -> BTreeMap<String, (f64, f64)> {
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() || "_:+=%-".contains(c) { c } else { '_' })
             .collect();
-        let prefix = if sweep { format!("{name}.{}", s["tasks"]) } else { name.clone() };
+        // A task count's figures, keyed as will-it-scale keys them (`2.processes`).
+        let prefix = format!("{}.{name}", s["tasks"]);
         put(format!("{prefix}.cpu_ns_per_fault"), &s["cpu_ns_per_fault"], 1.0, 0.05);
         put(format!("{prefix}.faults_per_sec"), &s["faults_per_sec"]["mean"], 1.0, 0.5);
-        put(format!("{prefix}.overhead_pct"), &s["overhead_vs_baseline"]["mean"], 100.0, 0.005);
-        put(format!("{prefix}.overhead_low_pct"), &s["overhead_vs_baseline"]["low"], 100.0, 0.005);
-        put(format!("{prefix}.overhead_high_pct"), &s["overhead_vs_baseline"]["high"], 100.0, 0.005);
+        overhead(&mut put, &format!("{prefix}."), &s["overhead_vs_baseline"]);
         put(format!("{prefix}.memcg_ns_per_fault"), &s["memcg"]["ns_per_fault"], 1.0, 0.05);
         put(format!("{prefix}.per_process_ops"), &s["per_process_ops"], 1.0, 1.0);
         put(format!("{prefix}.per_thread_ops"), &s["per_thread_ops"], 1.0, 1.0);
         put(format!("{name}.scalability"), &s["scalability"], 1.0, 5e-7);
     }
-    let baseline: Vec<&Value> =
-        summaries.iter().filter(|s| s["placement"] == "root" || s["placement"] == "base").collect();
+    let is_baseline = |s: &&Value| s["placement"] == "root" || s["placement"] == "base";
+    // The headline: the first placement asked for at the largest task count; the control's
+    // interval beside it.
+    let largest = summaries.iter().filter_map(|s| s["tasks"].as_u64()).max();
+    let at_largest: Vec<&Value> = summaries.iter().filter(|s| s["tasks"].as_u64() == largest).collect();
+    if let Some(head) = at_largest.iter().find(|s| !is_baseline(s) && s["placement"] != "control") {
+        overhead(&mut put, "", &head["overhead_vs_baseline"]);
+    }
+    if let Some(control) = at_largest.iter().find(|s| s["placement"] == "control") {
+        overhead(&mut put, "control_", &control["overhead_vs_baseline"]);
+    }
+    let baseline: Vec<&Value> = summaries.iter().filter(is_baseline).collect();
     for ops in ["per_process_ops", "per_thread_ops"] {
         let values: Vec<f64> = baseline.iter().filter_map(|s| s[ops].as_f64()).collect();
         if !values.is_empty() {
@@ -93,6 +108,17 @@ pub fn expected_stats(doc: &Value) -> BTreeMap<String, (f64, f64)> {
         put("per_level_low_ns".into(), &level["cpu"]["low"], 1.0, 0.05);
         put("per_level_high_ns".into(), &level["cpu"]["high"], 1.0, 0.05);
         put("per_level_memcg_ns".into(), &level["memcg"]["ns_per_fault"], 1.0, 0.05);
+    }
+    // Every fault the loops counted, for LKP's path length.
+    let workload: f64 = doc["measurements"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["run"]["workers"].as_array().into_iter().flatten())
+        .filter_map(|w| w["loop_faults"].as_f64())
+        .sum();
+    if workload > 0.0 {
+        put("workload".into(), &Value::from(workload), 1.0, 0.5);
     }
     out
 }
