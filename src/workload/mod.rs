@@ -520,14 +520,18 @@ pub(crate) fn map(len: usize, prot: libc::c_int, flags: libc::c_int, fd: libc::c
 }
 
 /// The one address a loop maps its chunk at, every iteration: at the start of a page-table
-/// page's span (2 MiB with 4 KiB pages), with nothing else mapped in the spans it covers
-/// (a guard mapping, PROT_NONE, on each side). Left to the kernel, where a chunk lands
-/// depends on the address layout: a 1 MiB chunk that straddles a 2 MiB boundary needs two
-/// page-table pages, one that shares its span with another mapping keeps its page table
-/// across the munmap, one alone frees it; page tables are charged to the memcg, so one run's
-/// overhead differed from the next's by that alone (the reason will-it-scale's LKP wrapper
-/// turns address randomization off). Here every iteration, worker and run allocates and
-/// frees the same ceil(chunk / span) page-table pages.
+/// page's span (2 MiB with 4 KiB pages), with a guard mapping (PROT_NONE) below it and another
+/// from the chunk's end on. Left to the kernel, where a chunk lands depends on the address
+/// layout: a 1 MiB chunk straddles a 2 MiB boundary in one run and not in the next, and the
+/// page-table page of a span it has to itself is freed at every munmap and allocated again
+/// (and charged to the memcg) at the next fault, while the one of a span it shares with
+/// another mapping stays; so one run's overhead differed from the next's by that alone (the
+/// reason will-it-scale's LKP wrapper turns address randomization off). Here the span the
+/// chunk ends in is shared with the guard: its page table stays for the worker's life, and
+/// only spans the chunk covers whole (a --chunk of 2 MiB or more) are freed and made again,
+/// the same ones every iteration, worker and run. On the development VM the three choices
+/// (the kernel's, every span freed, the last kept) cost the same per fault within the
+/// slices' noise (1,790-1,915 CPU ns, per-slice SD 4.9-6.7 points, two 5 s runs each).
 pub(crate) struct FixedPlace {
     address: usize,
     len: usize,
@@ -542,7 +546,8 @@ impl FixedPlace {
         let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
         let probe = map(probe_len, libc::PROT_NONE, flags, -1)? as usize;
         let address = probe.next_multiple_of(span) + span;
-        // Keep a guard span on each side; give the rest back, the chunk's place included.
+        // A guard below, from a span boundary, and one from the chunk's end to a span past the
+        // last span it touches; the rest given back, the chunk's place included.
         let unmap = |start: usize, end: usize| {
             // SAFETY: parts of the probe mapping made above, nothing else.
             if end > start && unsafe { libc::munmap(start as *mut libc::c_void, end - start) } != 0 {
@@ -551,7 +556,7 @@ impl FixedPlace {
             Ok(())
         };
         unmap(probe, address - span)?;
-        unmap(address, address + covered)?;
+        unmap(address, address + len)?;
         unmap(address + covered + span, probe + probe_len)?;
         Ok(FixedPlace { address, len })
     }
@@ -631,15 +636,15 @@ mod tests {
             unsafe { libc::munmap(first as *mut libc::c_void, len) };
             let again = place.map(libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1).unwrap();
             assert_eq!(first, again, "{len}");
-            // The spans the chunk covers hold nothing else: a guard ends where it starts and
-            // another starts at the end of its last span.
+            // A guard ends where the chunk starts, at a span boundary; another starts where it
+            // ends and reaches a span past the last span it touches.
             let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
             let covered = len.div_ceil(span) * span;
             let guard = |start: usize, end: usize| {
                 maps.lines().any(|line| line.starts_with(&format!("{start:x}-{end:x} ---p")))
             };
             assert!(guard(place.address - span, place.address), "{len}: no guard below\n{maps}");
-            assert!(guard(place.address + covered, place.address + covered + span), "{len}: no guard above\n{maps}");
+            assert!(guard(place.address + len, place.address + covered + span), "{len}: no guard above\n{maps}");
             // Nothing may be mapped over it.
             assert!(place.map(libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1).is_err());
             // SAFETY: the mapping made above.
