@@ -374,8 +374,15 @@ fn load(path: &str) -> Result<RunFile> {
 fn load_side(text: &str, force: bool) -> Result<Vec<RunFile>> {
     let paths: Vec<&str> = match Path::new(text).exists() {
         true => vec![text],
-        false => text.split(',').filter(|p| !p.is_empty()).collect(),
+        false => text.split(',').collect(),
     };
+    // An empty part (`a.json,,b.json`, a trailing comma, an unset variable) is a run lost
+    // without a word.
+    if paths.len() > 1 && paths.iter().any(|p| p.is_empty()) {
+        return Err(usage::usage(anyhow::anyhow!(
+            "compare {text:?}: an empty file name between commas; give FILE or FILE,FILE,... with no empty part"
+        )));
+    }
     let side: Vec<RunFile> = paths.iter().map(|path| load(path)).collect::<Result<_>>()?;
     let Some(first) = side.first() else {
         return Err(usage::usage(anyhow::anyhow!("compare {text:?}: no file named; give FILE or FILE,FILE,...")));
@@ -410,6 +417,30 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
     for text in new {
         let side = load_side(text, force)?;
         let file = &side[0];
+        // A run on both sides (unless each side is that one run, which is warned of) counts
+        // for both: every change is pulled toward zero.
+        if base.len() > 1 || side.len() > 1 {
+            for new_run in &side {
+                if let Some(twice) = base.iter().find(|b| b.run_id.is_some() && b.run_id == new_run.run_id) {
+                    return Err(usage::usage(anyhow::anyhow!(
+                        "{} and {} hold the same run, one on each side: give each run to one side",
+                        twice.name,
+                        new_run.name
+                    )));
+                }
+            }
+        }
+        for (b, n) in base.iter().flat_map(|b| side.iter().map(move |n| (b, n))).skip(1) {
+            let settings = compare::setting_differences(b, n);
+            if !settings.is_empty() && !force {
+                return Err(usage::usage(anyhow::anyhow!(
+                    "{} vs {}: rows measured with different settings cannot be compared ({}); rerun alike, or --force",
+                    b.name,
+                    n.name,
+                    settings.join("; ")
+                )));
+            }
+        }
         let settings = compare::setting_differences(&base[0], file);
         if !settings.is_empty() && !force {
             return Err(usage::usage(anyhow::anyhow!(

@@ -211,9 +211,11 @@ pub fn compare(base: &Side, new: &Side) -> Vec<Change> {
         let (Some(b), Some(n)) = (side_mean(base, rates, key, false), side_mean(new, rates, key, false)) else {
             continue;
         };
-        let (Some(b_cv), Some(n_cv)) =
-            (summarize(&values(&first_base.rates[key])), summarize(&values(&first_new.rates[key])))
-        else {
+        // The CV over every slice of the side's runs, not its first run's alone.
+        let slices = |side: &Side| -> Vec<f64> {
+            side.iter().filter_map(|f| f.rates.get(key)).flat_map(|p| values(p)).collect()
+        };
+        let (Some(b_cv), Some(n_cv)) = (summarize(&slices(base)), summarize(&slices(new))) else {
             continue;
         };
         // The overhead from the cost on CPU where every file has it; else all from throughput,
@@ -237,7 +239,8 @@ pub fn compare(base: &Side, new: &Side) -> Vec<Change> {
             mode: key.mode.clone(),
             tasks: key.tasks,
             placement: key.placement.name().to_string(),
-            new_file: first_new.name.clone(),
+            // A side of several runs is named by all its files.
+            new_file: new.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(","),
             base_runs: base.len(),
             new_runs: new.len(),
             base_mean: b,
@@ -423,7 +426,7 @@ pub fn side_warnings(base: &Side, new: &Side) -> Vec<String> {
             && only.units() < 2
         {
             warnings.push(format!(
-                "{}: one run of one cgroup instance (a run under 5 s makes one crew generation): its interval is its slices', which share that instance's cost and say nothing of the next run's, so its rows are not tested (?); measure 5 s or more, or give several runs a side (FILE,FILE,...)",
+                "{}: one run of one cgroup instance (one crew generation: a run under 5 s, or --generations 1): its interval is its slices', which share that instance's cost and say nothing of the next run's, so its rows are not tested (?); measure 5 s or more, or give several runs a side (FILE,FILE,...)",
                 only.name
             ));
         }

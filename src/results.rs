@@ -97,6 +97,10 @@ pub struct RunFile {
     /// Whether a live run holds the file as its output, where the caller looked (`sink::
     /// written_by_live_run`): a `running` file no live run holds is one its run never finished.
     pub writer_alive: Option<bool>,
+    /// Each round's generation as its first row said, and whether the file's rows have one:
+    /// a round's slices are of one generation, and a file is of generations or not.
+    generations: BTreeMap<RoundId, u32>,
+    with_generation: Option<bool>,
 }
 
 /// What a result file is, as its run wrote it.
@@ -588,7 +592,9 @@ impl RunFile {
         if !row.run_complete {
             self.incomplete = true;
         }
-        let generation = row.generation.unwrap_or(1);
+        let round =
+            columns.has("slice").then(|| (k.workload.clone(), k.mode.clone(), k.tasks, row.repetition, row.slice));
+        let generation = self.check_generation(place, round, row.generation.filter(|_| columns.has("generation")))?;
         if let Some(value) = memcg_ns {
             let placed = self.next_place(&k, generation, value);
             self.memcg_ns.entry(k.clone()).or_default().push(placed);
@@ -596,6 +602,36 @@ impl RunFile {
         let throughput = row.throughput_vs_baseline.map(|v| number("throughput_vs_baseline", v)).transpose()?;
         self.add(k, generation, rate, overhead, throughput, row.cpu_ns_per_fault.is_some());
         Ok(())
+    }
+
+    /// A row's generation, checked: 1 or more; given on every row or on none (a file from
+    /// before the column); one for all of a round's slices, whose ratios pair them. Hand-made
+    /// generations would otherwise make instances of their own and move every interval.
+    fn check_generation(&mut self, place: &str, round: Option<RoundId>, generation: Option<u32>) -> Result<u32> {
+        let name = &self.name;
+        match (self.with_generation, generation) {
+            (Some(true), None) => {
+                bail!("{name}: {place}: no generation where the earlier rows have one; is the file whole?")
+            }
+            (Some(false), Some(_)) => {
+                bail!("{name}: {place}: a generation where the earlier rows have none; is the file whole?")
+            }
+            _ => self.with_generation = Some(generation.is_some()),
+        }
+        let generation = match generation {
+            Some(0) => bail!("{name}: {place}: generation 0 is not a generation number (1 or more)"),
+            Some(g) => g,
+            None => return Ok(1),
+        };
+        let Some(round) = round else { return Ok(generation) };
+        match self.generations.get(&round) {
+            Some(&first) if first != generation => bail!(
+                "{name}: {place}: generation {generation} where the round's other slices have {first}: a round is measured by one generation; is this a faultscale file?"
+            ),
+            Some(_) => {}
+            None => drop(self.generations.insert(round, generation)),
+        }
+        Ok(generation)
     }
 
     /// The cgroup instances (crew generations) the file's slices came from: the fewest of any
@@ -799,7 +835,7 @@ impl RunFile {
         m: &serde_json::Value,
         index: usize,
     ) -> Result<()> {
-        let name = &self.name;
+        let name = &self.name.clone();
         let read = Measurement::read(name, m, index)?;
         let tasks = read.workers as u64;
         let placement = crate::text::escaped(&read.placement).into_owned();
@@ -838,7 +874,9 @@ impl RunFile {
             (value, _) => Some(number("overhead_vs_baseline", value)?),
         };
         let k = key(workload, mode, tasks, placement);
-        let generation = read.generation.unwrap_or(1);
+        let round =
+            read.repetition.zip(read.slice).map(|(r, sl)| (workload.to_string(), mode.to_string(), tasks, r, sl));
+        let generation = self.check_generation(placement, round, read.generation)?;
         // Checked as the CSV's is: finite, not negative, within what a machine measures.
         if !m["memcg_ns_per_fault"].is_null() {
             let value = number("memcg_ns_per_fault", &m["memcg_ns_per_fault"])?;
@@ -998,6 +1036,24 @@ mod tests {
         let err = RunFile::from_csv("x.csv".into(), &format!("{header}{rows}")).unwrap_err().to_string();
         assert!(err.contains("none of its 2 slice(s) counted (1 left out: disturbed"), "{err}");
         assert!(err.contains("1 overran their time"), "{err}");
+    }
+
+    #[test]
+    fn generations_must_be_given_on_every_row_be_one_or_more_and_one_a_round() {
+        let header = "run_id,workload,mode,tasks,placement,cpu,repetition,slice,faults_per_sec,overhead_vs_baseline,generation\n";
+        let file = |rows: &str| RunFile::from_csv("g.csv".into(), &format!("{header}{rows}"));
+        let good = "1-a,anon,process,2,base,,1,1,5,,1\n1-a,anon,process,2,child,,1,1,4,1.2,1\n\
+                    1-a,anon,process,2,base,,1,2,5,,2\n1-a,anon,process,2,child,,1,2,4,1.2,2\n";
+        assert_eq!(file(good).unwrap().units(), 2);
+        for (rows, said) in [
+            (good.replace("4,1.2,2", "4,1.2,"), "no generation where the earlier rows have one"),
+            (good.replacen(",5,,1", ",5,,", 1), "a generation where the earlier rows have none"),
+            (good.replace(",1\n", ",0\n"), "generation 0 is not a generation number"),
+            (good.replace("4,1.2,2", "4,1.2,3"), "a round is measured by one generation"),
+        ] {
+            let err = format!("{:#}", file(&rows).unwrap_err());
+            assert!(err.contains(said), "{rows}: {err}");
+        }
     }
 
     #[test]

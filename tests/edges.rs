@@ -25,7 +25,7 @@ fn fault_signals_and_sigusr1_sent_by_kill_stop_the_run_like_sigterm() {
     let tmpdir = dir.path().to_str().unwrap();
     for sig in [libc::SIGFPE, libc::SIGILL, libc::SIGSYS, libc::SIGTRAP, libc::SIGSEGV, libc::SIGBUS, libc::SIGUSR1] {
         let args =
-            ["--base", BASE, "--cgroup", "child", "--duration", "30", "--workload", "page_fault3", "--tmpdir", tmpdir];
+            ["--base", BASE, "--cgroup", "child", "--duration", "30", "--workload", "file-shared", "--tmpdir", tmpdir];
         let child = spawn(&args);
         let pid = child.id();
         wait_running(&base, pid);
@@ -88,10 +88,11 @@ fn a_tmpdir_without_inodes_for_every_task_is_refused_up_front() {
     std::fs::create_dir(&small).unwrap();
     // Two tasks in each of two placements (the baseline and child, whose workers live at
     // once): the run's directory, its boot-id file and four files need 6 inodes, the
-    // tmpfs's root takes one.
+    // tmpfs's root takes one. Small files (file-shared, 64K each), so the space check passes
+    // in a guest of 512 MiB, whose tmpfs holds half of it.
     for (inodes, code) in [(3, 2), (6, 2), (7, 0)] {
         let script = format!(
-            "mount -t tmpfs -o nr_inodes={inodes} fsinodes {small} && exec {bin} --base {BASE} --workload page_fault3 --tmpdir {small} --tasks 2 --duration 0.2 --slices 1 -q",
+            "mount -t tmpfs -o nr_inodes={inodes} fsinodes {small} && exec {bin} --base {BASE} --workload file-shared --chunk 64K --tmpdir {small} --tasks 2 --duration 0.2 --slices 1 -q",
             small = small.display(),
             bin = binary().display()
         );

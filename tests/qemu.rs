@@ -439,6 +439,7 @@ fn kernel_ab_refuses_bad_arguments_before_booting() {
     for (args, env, message) in [
         (vec!["--smp"], env(&out), "--smp needs a value"),
         (vec!["--runs", "0", a, a, "--"], env(&out), "--runs 0: give a whole number of runs"),
+        (vec!["--runs", "2", a, a, "--"], env(&dir.join("k,ab")), "which would split compare's list of runs"),
         (vec!["--modules", a, a, a, "--"], env(&out), "--modules-a DIR or --modules-b DIR"),
         (vec![a, b, "--", "--duration", "1"], env(&out), "is not a kernel image"),
         (vec!["--mem", "10", a, a, "--"], env(&out), "at least 512"),

@@ -419,3 +419,29 @@ fn one_digit_more_or_less_does_not_move_an_interval() {
         "{low}..{high} vs {low_rounded}..{high_rounded}"
     );
 }
+
+/// A side of several runs: a run on both sides is refused wherever it stands, and so is an
+/// empty part of a comma-joined side (a typo or an unset variable would drop a run unseen).
+#[test]
+fn a_run_on_both_sides_or_an_empty_part_of_a_side_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    for (name, child) in [("r1.csv", 900.0), ("r2.csv", 905.0), ("r3.csv", 895.0), ("r4.csv", 901.0)] {
+        write_run(&dir.path().join(name), "6.1.0", [1000.0, 1010.0, 990.0], [child, child + 5.0, child - 5.0]);
+    }
+    let (r1, r2, r3, r4) = (path("r1.csv"), path("r2.csv"), path("r3.csv"), path("r4.csv"));
+    for (base, new, said) in [
+        (format!("{r1},{r2}"), format!("{r2},{r4}"), "hold the same run, one on each side"),
+        (format!("{r1},{r2}"), r1.clone(), "hold the same run, one on each side"),
+        (format!("{r1},,{r2}"), format!("{r3},{r4}"), "an empty file name between commas"),
+        (format!("{r1},{r2},"), format!("{r3},{r4}"), "an empty file name between commas"),
+    ] {
+        let out = faultscale(&["compare", &base, &new]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{base} {new}: {stderr}");
+        assert!(stderr.contains(said) && stderr.lines().count() == 1, "{base} {new}: {stderr}");
+    }
+    let fine = faultscale(&["compare", &format!("{r1},{r2}"), &format!("{r3},{r4}")]);
+    assert!(fine.status.success(), "{}", text(&fine.stderr));
+    assert!(text(&fine.stdout).contains("r3.csv,"), "a side is named by all its files: {}", text(&fine.stdout));
+}

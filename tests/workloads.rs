@@ -344,3 +344,27 @@ fn fixed_work_rejects_a_duration_and_bad_counts_before_anything_runs() {
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
 }
+
+/// Under --thp always a 2 MiB chunk at its aligned place is served by huge pages: the loop
+/// counts 512 pages per kernel fault, and a warning says the figures are per page. Where the
+/// kernel offers no THP (system-wide never, or none at all) nothing may be said of it.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn huge_pages_under_thp_are_said_to_make_the_figures_per_page() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let (_, output) = run_clean(
+        &base,
+        &["--base", BASE, "--cgroup", "child", "--thp", "always", "--chunk", "2M", "--duration", "0.5", "-q"],
+    );
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    let offered = !thp.is_empty() && !thp.contains("[never]");
+    let said = stderr.lines().any(|l| l.contains("pages per fault the kernel counted (--thp always"));
+    if offered {
+        assert!(said, "THP offered ({}), no word of huge pages: {stderr}", thp.trim());
+    } else {
+        assert!(!said, "no THP here, yet: {stderr}");
+    }
+}

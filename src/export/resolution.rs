@@ -16,7 +16,7 @@ pub fn counted_lines(out: &mut dyn Write, report: &Report, summaries: &[Placemen
             .plan
             .placements
             .iter()
-            .filter_map(|p| Some(format!("{} {:.0}%", p.name, 100.0 * report.counted_share(p, tasks)?)))
+            .filter_map(|p| Some(format!("{} {:.0}%", p.name, 100.0 * report.counted_share(p, tasks)? + 0.0)))
             .collect();
         let all_counted = report.measurements.iter().filter(|m| m.tasks == tasks).all(|m| report.counted(m));
         if all_counted || here.is_empty() {
@@ -81,10 +81,14 @@ pub fn level_lines(out: &mut dyn Write, report: &Report) -> Result<()> {
         };
         writeln!(
             out,
-            "each memcg level adds {}{at}, CPU ns per {unit} fitted over depths {} in {}",
+            "each memcg level adds {}{at}, CPU ns per {unit} fitted over depths {} in {}{}",
             fit(&cost.cpu),
             depths.join(", "),
-            crate::text::plural(cost.cpu.rounds, "round")
+            crate::text::plural(cost.cpu.rounds, "round"),
+            match cost.cpu.units {
+                0 | 1 => ", within one cgroup instance: the next run's may differ by more".to_string(),
+                n => format!(", the interval over {n} cgroup instances"),
+            }
         )?;
         if let Some(memcg) = &cost.memcg {
             writeln!(out, "  in the memcg family's functions (--profile): {}", fit(memcg))?;

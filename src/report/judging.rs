@@ -21,6 +21,9 @@ pub fn conclude(report: &mut Report) {
             .filter_map(|m| counts_disagree(&report.plan, m, shape.per_iteration, shape.unit))
             .collect();
         report.warnings.extend(disagreements);
+    } else if report.plan.thp != crate::workload::ThpMode::Never {
+        let huge = huge_page_warnings(report);
+        report.warnings.extend(huge);
     }
     report.finished = true;
     let reliability = reliability_warnings(report);
@@ -82,6 +85,25 @@ fn counts_disagree(
             unit: unit.name(),
         },
     )
+}
+
+/// Under THP a fault may map a huge page: where the loop counted two or more pages per fault
+/// the kernel counted, over a placement's slices, the figures are per page, and said so.
+fn huge_page_warnings(report: &Report) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    for placement in &report.plan.placements {
+        let of = || report.measurements.iter().filter(|m| &m.placement == placement);
+        let (loop_faults, kernel_faults): (u64, u64) =
+            (of().map(|m| m.run.loop_faults()).sum(), of().map(|m| m.run.kernel_faults()).sum());
+        if kernel_faults > 0 && loop_faults >= 2 * kernel_faults {
+            warnings.push(Warning::HugePages {
+                placement: placement.name.clone(),
+                pages_per_fault: loop_faults as f64 / kernel_faults as f64,
+                thp: report.plan.thp.name(),
+            });
+        }
+    }
+    warnings
 }
 
 /// Warnings about figures that should not be trusted: a baseline under pressure, variation,

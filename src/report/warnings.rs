@@ -31,6 +31,9 @@ pub enum Warning {
     /// The loop's count and the kernel's fault count disagree by more than 1% (plus one
     /// iteration in flight per worker). `unit`: what the loop counts (`faults`, `pages`).
     CountsDisagree { placement: String, slice: String, loop_faults: u64, kernel_faults: u64, unit: &'static str },
+    /// Under THP the loop counted several pages per kernel fault (huge pages served them):
+    /// its rate and CPU cost are per page written, not per fault.
+    HugePages { placement: String, pages_per_fault: f64, thp: &'static str },
     /// The rate varies over the repetitions by more than 5% (CV).
     Noisy { placement: String, unit: &'static str, cv_pct: f64, slices: usize },
     /// The cost per fault on CPU varies over the slices by more than 5% (CV): interference
@@ -112,6 +115,10 @@ impl fmt::Display for Warning {
             Warning::CountsDisagree { placement, slice, loop_faults, kernel_faults, unit } => {
                 counts_disagree(f, placement, slice, *loop_faults, *kernel_faults, unit)
             }
+            Warning::HugePages { placement, pages_per_fault, thp } => write!(
+                f,
+                "{placement}: the loop counted {pages_per_fault:.0} pages per fault the kernel counted (--thp {thp}: huge pages served them), so its rate and CPU ns are per page written, not per fault"
+            ),
             Warning::Noisy { placement, unit, cv_pct, slices } => write!(
                 f,
                 "{placement}: {unit}/s varies {cv_pct:.1}% (CV) over {slices} slices, above 5%: the machine is noisy; ratios below that size are not resolved"
