@@ -171,6 +171,20 @@ fn csv_rounds(text: &str, columns: &Columns) -> Rounds {
     rounds
 }
 
+/// A CSV row's task count and every figure it holds, refused where not a number a run writes.
+fn check_row_figures(name: &str, columns: &Columns, place: &str, record: &csv::StringRecord, row: &Row) -> Result<()> {
+    if !(1..=1_000_000).contains(&row.tasks) {
+        bail!("{name}: {place}: tasks {:?} is not a task count", &record[columns.tasks]);
+    }
+    if let Some((column, _)) =
+        row.figures().into_iter().find(|(_, value)| value.is_some_and(|v| !v.is_finite() || v < 0.0))
+    {
+        let text = columns.headers.iter().position(|h| h == column).map_or("", |i| &record[i]);
+        bail!("{name}: {place}: {column} {text:?} is not a finite, non-negative number; is this a faultscale file?");
+    }
+    Ok(())
+}
+
 /// A JSON measurement's round, where it says (files from before the slice field do not).
 fn json_round(workload: &str, mode: &str, m: &serde_json::Value) -> Option<RoundId> {
     let tasks = m["run"]["workers"].as_array().map(|w| w.len() as u64)?;
@@ -526,17 +540,7 @@ impl RunFile {
             let text = columns.headers.iter().position(|h| h == column).map_or("", |i| &record[i]);
             figure(&name, place, column, Some(value), text)
         };
-        if !(1..=1_000_000).contains(&row.tasks) {
-            bail!("{name}: {place}: tasks {:?} is not a task count", &record[columns.tasks]);
-        }
-        if let Some((column, _)) =
-            row.figures().into_iter().find(|(_, value)| value.is_some_and(|v| !v.is_finite() || v < 0.0))
-        {
-            let text = columns.headers.iter().position(|h| h == column).map_or("", |i| &record[i]);
-            bail!(
-                "{name}: {place}: {column} {text:?} is not a finite, non-negative number; is this a faultscale file?"
-            );
-        }
+        check_row_figures(&name, columns, place, record, &row)?;
         let k = key(&row.workload, &row.mode, row.tasks as u64, &row.placement);
         if let Some(ns) = row.ns_per_level.filter(|v| v.is_finite()) {
             let figure = LevelFigure { ns_per_fault: ns, low: row.ns_per_level_low, high: row.ns_per_level_high };

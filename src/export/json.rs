@@ -23,39 +23,39 @@ impl super::Exporter for Json {
     }
 }
 
+/// One slice as the JSON's `measurements` hold it.
+fn measurement(report: &Report, m: &crate::report::Measurement) -> serde_json::Value {
+    let plan = &report.plan;
+    let time = m.time_split();
+    json!({
+        "placement": m.placement.name,
+        "depth": m.placement.depth,
+        "cgroup_path": m.leaf.cgroup_path,
+        "round": m.round,
+        "generation": m.generation,
+        "repetition": plan.repetition_of(m.round),
+        "slice": plan.slice_of(m.round),
+        "sequence": m.sequence,
+        "faults_per_sec": m.faults_per_sec(),
+        "overhead_vs_baseline": report.overhead_vs_baseline(m),
+        "throughput_vs_baseline": report.throughput_vs_baseline(m),
+        "cpu_ns_per_fault": m.cpu_ns_per_fault(),
+        "on_cpu_s": time.map(|t| t.on_cpu_s),
+        "wait_s": time.map(|t| t.wait_s),
+        "blocked_s": time.map(|t| t.blocked_s),
+        "steal_s": time.and_then(|t| t.steal_s),
+        "memcg_ns_per_fault": crate::report::Report::memcg_ns_per_fault(m),
+        "ns_per_fault": m.ns_per_fault(),
+        "disturbance": m.disturbance(),
+        "round_complete": m.round_complete,
+        "counted": report.counted(m),
+        "run": run_with_memcg(m),
+    })
+}
+
 pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     let plan = &report.plan;
-    let measurements: Vec<_> = report
-        .measurements
-        .iter()
-        .map(|m| {
-            let time = m.time_split();
-            json!({
-                "placement": m.placement.name,
-                "depth": m.placement.depth,
-                "cgroup_path": m.leaf.cgroup_path,
-                "round": m.round,
-                "generation": m.generation,
-                "repetition": plan.repetition_of(m.round),
-                "slice": plan.slice_of(m.round),
-                "sequence": m.sequence,
-                "faults_per_sec": m.faults_per_sec(),
-                "overhead_vs_baseline": report.overhead_vs_baseline(m),
-                "throughput_vs_baseline": report.throughput_vs_baseline(m),
-                "cpu_ns_per_fault": m.cpu_ns_per_fault(),
-                "on_cpu_s": time.map(|t| t.on_cpu_s),
-                "wait_s": time.map(|t| t.wait_s),
-                "blocked_s": time.map(|t| t.blocked_s),
-                "steal_s": time.and_then(|t| t.steal_s),
-                "memcg_ns_per_fault": crate::report::Report::memcg_ns_per_fault(m),
-                "ns_per_fault": m.ns_per_fault(),
-                "disturbance": m.disturbance(),
-                "round_complete": m.round_complete,
-                "counted": report.counted(m),
-                "run": run_with_memcg(m),
-            })
-        })
-        .collect();
+    let measurements: Vec<_> = report.measurements.iter().map(|m| measurement(report, m)).collect();
     let failures: Vec<_> = report
         .failures
         .iter()
