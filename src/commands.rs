@@ -368,6 +368,21 @@ fn load(path: &str) -> Result<RunFile> {
     Ok(file)
 }
 
+/// Two runs' settings that differ, refused (the user's pairing, exit 2) unless --force; with
+/// it, what differs, to be said.
+fn settings_agree(a: &RunFile, b: &RunFile, force: bool) -> Result<Vec<String>> {
+    let settings = compare::setting_differences(a, b);
+    if !settings.is_empty() && !force {
+        return Err(usage::usage(anyhow::anyhow!(
+            "{} vs {}: rows measured with different settings cannot be compared ({}); rerun alike, or --force",
+            a.name,
+            b.name,
+            settings.join("; ")
+        )));
+    }
+    Ok(settings)
+}
+
 /// One side of `compare`: a file, or several runs' files joined by commas (a path that is a
 /// file as it stands is one file, commas and all). The runs of a side must be of one setting
 /// and be other runs.
@@ -388,15 +403,7 @@ fn load_side(text: &str, force: bool) -> Result<Vec<RunFile>> {
         return Err(usage::usage(anyhow::anyhow!("compare {text:?}: no file named; give FILE or FILE,FILE,...")));
     };
     for (index, other) in side.iter().enumerate().skip(1) {
-        let settings = compare::setting_differences(first, other);
-        if !settings.is_empty() && !force {
-            return Err(usage::usage(anyhow::anyhow!(
-                "{} and {}: runs of one side measured with different settings ({}); rerun alike, or --force",
-                first.name,
-                other.name,
-                settings.join("; ")
-            )));
-        }
+        settings_agree(first, other, force)?;
         if let Some(twice) =
             side[..index].iter().find(|earlier| earlier.run_id.is_some() && earlier.run_id == other.run_id)
         {
@@ -430,25 +437,10 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
                 }
             }
         }
+        // Every pair across the sides; what the first two differ in (with --force) is said.
+        let settings = settings_agree(&base[0], file, force)?;
         for (b, n) in base.iter().flat_map(|b| side.iter().map(move |n| (b, n))).skip(1) {
-            let settings = compare::setting_differences(b, n);
-            if !settings.is_empty() && !force {
-                return Err(usage::usage(anyhow::anyhow!(
-                    "{} vs {}: rows measured with different settings cannot be compared ({}); rerun alike, or --force",
-                    b.name,
-                    n.name,
-                    settings.join("; ")
-                )));
-            }
-        }
-        let settings = compare::setting_differences(&base[0], file);
-        if !settings.is_empty() && !force {
-            return Err(usage::usage(anyhow::anyhow!(
-                "{} vs {}: rows measured with different settings cannot be compared ({}); rerun alike, or --force",
-                base[0].name,
-                file.name,
-                settings.join("; ")
-            )));
+            settings_agree(b, n, force)?;
         }
         for warning in compare::side_warnings(&base, &side).into_iter().chain(settings) {
             say!("faultscale: warning: {warning}");
