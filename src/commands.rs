@@ -430,7 +430,7 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
             for new_run in &side {
                 if let Some(twice) = base.iter().find(|b| b.run_id.is_some() && b.run_id == new_run.run_id) {
                     return Err(usage::usage(anyhow::anyhow!(
-                        "{} and {} hold the same run, one on each side: give each run to one side",
+                        "{} and {} hold the same run, one on each side, where it would count for both and pull every change toward zero: give each run to one side (a file against itself alone is allowed, as a check of the file, and warned of)",
                         twice.name,
                         new_run.name
                     )));

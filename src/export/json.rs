@@ -115,11 +115,9 @@ fn state_fields(state: &RunState) -> serde_json::Map<String, serde_json::Value> 
         _ => serde_json::Value::Null,
     };
     fields.insert("signal".into(), signal);
-    let reason = match state {
-        RunState::Failed { reason } => json!(reason),
-        _ => serde_json::Value::Null,
-    };
-    fields.insert("reason".into(), reason);
+    // The CSV's run_state_reason, one reader for both: the signal's name or the failure.
+    let reason = state.reason();
+    fields.insert("reason".into(), if reason.is_empty() { serde_json::Value::Null } else { json!(reason) });
     fields
 }
 

@@ -121,6 +121,14 @@ mod tests {
                 let mut bytes = Vec::new();
                 format.write(&mut bytes, &report, &Settings { per_cpu: false }).unwrap();
                 let text = String::from_utf8(bytes).unwrap();
+                if file == "x.json" && said.starts_with("SIGTERM") {
+                    // The JSON's reason names the signal, as the CSV's run_state_reason does.
+                    let document: serde_json::Value = serde_json::from_str(&text).unwrap();
+                    assert_eq!(
+                        (&document["signal"], &document["reason"]),
+                        (&serde_json::json!(15), &serde_json::json!("SIGTERM"))
+                    );
+                }
                 let mut read = match file {
                     "x.csv" => crate::results::RunFile::from_csv(file.into(), &text),
                     _ => crate::results::RunFile::from_json(file.into(), &text),
