@@ -126,7 +126,7 @@ pub struct RunArgs {
     /// Crew generations per task count: the rounds are cut into N stretches, each measured by
     /// workers and cgroups made for it, and the intervals are taken over the N (what one
     /// cgroup instance and one set of workers cost differs from the next, which no interval
-    /// over one instance's slices can see) [default: one per 50 rounds, 4 to 16, from 40
+    /// over one instance's slices can see) [default: one per 33 rounds, 4 to 16, from 40
     /// rounds; else 1]
     #[arg(long, default_value = "auto", value_name = "N|auto", allow_hyphen_values = true)]
     pub generations: String,

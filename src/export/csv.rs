@@ -51,7 +51,7 @@ pub fn rows(report: &Report, per_cpu: bool) -> Vec<Row> {
     for m in &report.measurements {
         rows.push(summary_row(report, &costs, m));
         if per_cpu {
-            rows.extend(m.run.workers.iter().enumerate().map(|(index, w)| worker_row(report, &costs, m, index, w)));
+            rows.extend(m.result.workers.iter().enumerate().map(|(index, w)| worker_row(report, &costs, m, index, w)));
         }
     }
     rows
@@ -71,7 +71,7 @@ fn slice_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
         cgroup_version: env.cgroup_version.to_string(),
         workload: report.plan.workload.name().to_string(),
         mode: report.plan.mode.name().to_string(),
-        tasks: m.run.workers.len(),
+        tasks: m.result.workers.len(),
         placement: m.placement.name.clone(),
         depth: m.placement.depth,
         base_depth: env.base_depth,
@@ -80,15 +80,15 @@ fn slice_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
         repetition: report.plan.repetition_of(m.round),
         slice: report.plan.slice_of(m.round),
         sequence: m.sequence,
-        duration_s: round6(m.run.elapsed_s()),
+        duration_s: round6(m.result.elapsed_s()),
         unit: report.unit.name().to_string(),
-        kernel_count_source: m.run.kernel_source.name().to_string(),
+        kernel_count_source: m.result.kernel_source.name().to_string(),
         run_complete: report.complete(),
         run_state: report.state().name().to_string(),
         run_state_reason: report.state().reason(),
         thp_enabled: env.thp_enabled.clone(),
         governor: env.governor.clone(),
-        overran: m.run.overran,
+        overran: m.result.overran,
         chunk_bytes: report.plan.chunk_bytes,
         size_bytes: report.plan.size_bytes,
         thp_mode: report.plan.thp.name().to_string(),
@@ -108,27 +108,27 @@ fn slice_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
 
 /// A slice's row: the figures of all its workers together.
 fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
-    let tasks = m.run.workers.len();
+    let tasks = m.result.workers.len();
     let time = m.time_split();
     Row {
-        faults: m.run.loop_faults(),
+        faults: m.result.loop_faults(),
         faults_per_sec: round6(m.faults_per_sec()),
         faults_per_sec_per_task: round6(m.faults_per_sec() / tasks as f64),
         ns_per_fault: m.ns_per_fault().map(round6),
-        kernel_faults: m.run.kernel_faults(),
-        user_s: round6(m.run.workers.iter().map(|w| w.user_us).sum::<u64>() as f64 / 1e6),
-        sys_s: round6(m.run.workers.iter().map(|w| w.sys_us).sum::<u64>() as f64 / 1e6),
-        memcg_pgfault: m.run.memcg_pgfault,
-        start_skew_us: Some(round6(m.run.start_skew_ns as f64 / 1e3)),
+        kernel_faults: m.result.kernel_faults(),
+        user_s: round6(m.result.workers.iter().map(|w| w.user_us).sum::<u64>() as f64 / 1e6),
+        sys_s: round6(m.result.workers.iter().map(|w| w.sys_us).sum::<u64>() as f64 / 1e6),
+        memcg_pgfault: m.result.memcg_pgfault,
+        start_skew_us: Some(round6(m.result.start_skew_ns as f64 / 1e3)),
         overhead_vs_baseline: report.overhead_vs_baseline(m).map(round6),
-        pgscan: m.run.memcg.stat.pgscan,
-        pgsteal: m.run.memcg.stat.pgsteal,
-        events_high: m.run.memcg.events.high,
-        events_max: m.run.memcg.events.max,
-        psi_some_us: m.run.memcg.pressure.map(|p| p.some_us),
-        psi_full_us: m.run.memcg.pressure.map(|p| p.full_us),
-        psi_scope: m.run.psi_scope,
-        memcg_share: m.run.profile.as_ref().and_then(|p| p.memcg_share()).map(round6),
+        pgscan: m.result.memcg.stat.pgscan,
+        pgsteal: m.result.memcg.stat.pgsteal,
+        events_high: m.result.memcg.events.high,
+        events_max: m.result.memcg.events.max,
+        psi_some_us: m.result.memcg.pressure.map(|p| p.some_us),
+        psi_full_us: m.result.memcg.pressure.map(|p| p.full_us),
+        psi_scope: m.result.psi_scope,
+        memcg_share: m.result.profile.as_ref().and_then(|p| p.memcg_share()).map(round6),
         memcg_ns_per_fault: Report::memcg_ns_per_fault(m).map(round6),
         cpu_ns_per_fault: m.cpu_ns_per_fault().map(round6),
         on_cpu_s: time.map(|t| round6(t.on_cpu_s)),
@@ -136,14 +136,14 @@ fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
         blocked_s: time.map(|t| round6(t.blocked_s)),
         steal_s: time.and_then(|t| t.steal_s).map(round6),
         throughput_vs_baseline: report.throughput_vs_baseline(m).map(round6),
-        timeslices: m.run.workers.iter().map(|w| w.timeslices).sum(),
+        timeslices: m.result.workers.iter().map(|w| w.timeslices).sum(),
         ..slice_row(report, costs, m)
     }
 }
 
 /// --per-cpu: one worker's row, from that worker's own counters.
 fn worker_row(report: &Report, costs: &[LevelCost], m: &Measurement, index: usize, worker: &WorkerResult) -> Row {
-    let faults_per_sec = worker.loop_faults as f64 / m.run.elapsed_s();
+    let faults_per_sec = worker.loop_faults as f64 / m.result.elapsed_s();
     let seconds = |ns: u64| round6(ns as f64 / 1e9);
     let slice = slice_row(report, costs, m);
     Row {
@@ -164,7 +164,7 @@ fn worker_row(report: &Report, costs: &[LevelCost], m: &Measurement, index: usiz
             .map(|ns| round6(ns as f64 / worker.loop_faults as f64)),
         on_cpu_s: worker.on_cpu_ns.map(seconds),
         wait_s: worker.wait_ns.map(seconds),
-        blocked_s: worker.blocked_ns(m.run.elapsed_ns).map(seconds),
+        blocked_s: worker.blocked_ns(m.result.elapsed_ns).map(seconds),
         steal_s: worker.steal_ns.map(seconds),
         timeslices: worker.timeslices,
         ..slice
@@ -214,9 +214,9 @@ pub fn sample_rows(report: &Report) -> Vec<SampleRow<'_>> {
     let faults_per_iteration = crate::workload::shape(&report.plan.workload_settings(None)).per_iteration;
     let mut rows = Vec::new();
     for m in &report.measurements {
-        for (worker_index, worker) in m.run.workers.iter().enumerate() {
+        for (worker_index, worker) in m.result.workers.iter().enumerate() {
             let mut previous = (0u64, 0u64);
-            for sample in &m.run.samples {
+            for sample in &m.result.samples {
                 let faults = sample.iterations[worker_index] * faults_per_iteration;
                 let seconds = (sample.elapsed_ns - previous.0) as f64 / 1e9;
                 rows.push(SampleRow {
@@ -228,7 +228,7 @@ pub fn sample_rows(report: &Report) -> Vec<SampleRow<'_>> {
                     elapsed_s: round6(sample.elapsed_ns as f64 / 1e9),
                     faults,
                     interval_faults_per_sec: round6((faults - previous.1) as f64 / seconds),
-                    tasks: m.run.workers.len(),
+                    tasks: m.result.workers.len(),
                     worker: worker_index,
                 });
                 previous = (sample.elapsed_ns, faults);

@@ -32,8 +32,8 @@ fn golden(name: &str, actual: &[u8]) {
 /// Three rounds of root vs child, one with an overran child slice, a failure and warnings.
 fn eventful() -> Report {
     let mut report = synthetic_report(&[(100_000.0, 90_000.0), (110_000.0, 100_000.0), (105_000.0, 95_000.0)]);
-    report.measurements[3].run.overran = true;
-    report.measurements[3].run.elapsed_ns = 2_500_000_000;
+    report.measurements[3].result.overran = true;
+    report.measurements[3].result.elapsed_ns = 2_500_000_000;
     report.failures.push(Failure {
         placement: report.measurements[1].placement.clone(),
         tasks: 2,
@@ -60,7 +60,7 @@ fn on_cpu() -> Report {
         // faults: its cost per fault is the first round's, so the table's `+-` (the CPU cost's)
         // differs from the rate's spread.
         let on_cpu_ns = if m.round == 2 && m.placement.is_baseline() { on_cpu_ns / 100 * 101 } else { on_cpu_ns };
-        for worker in &mut m.run.workers {
+        for worker in &mut m.result.workers {
             worker.on_cpu_ns = Some(on_cpu_ns + worker.cpu as u64 * 1_000_000);
             worker.wait_ns = Some(5_000_000);
             worker.steal_ns = Some(0);

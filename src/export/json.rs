@@ -124,9 +124,9 @@ fn state_fields(state: &RunState) -> serde_json::Map<String, serde_json::Value> 
 /// A slice's run as JSON, its memcg counters under their column names (absent where the kernel
 /// has no such counter), as the CSV names the ones it carries.
 fn run_with_memcg(m: &crate::report::Measurement) -> serde_json::Value {
-    let mut run = serde_json::to_value(&m.run).unwrap_or(serde_json::Value::Null);
+    let mut run = serde_json::to_value(&m.result).unwrap_or(serde_json::Value::Null);
     if let serde_json::Value::Object(fields) = &mut run {
-        fields.insert("memcg".into(), serde_json::to_value(memcg_columns(&m.run.memcg)).unwrap_or_default());
+        fields.insert("memcg".into(), serde_json::to_value(memcg_columns(&m.result.memcg)).unwrap_or_default());
     }
     run
 }

@@ -314,7 +314,7 @@ fn overran_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Res
     let name_width = columns.name_width;
     for placement in &report.plan.placements {
         let overran: Vec<&Measurement> =
-            report.measurements.iter().filter(|m| m.run.overran && &m.placement == placement).collect();
+            report.measurements.iter().filter(|m| m.result.overran && &m.placement == placement).collect();
         if overran.is_empty() {
             continue;
         }
@@ -325,7 +325,7 @@ fn overran_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Res
         let what = match report.plan.iterations {
             Some(_) => "stopped (Ctrl-Z) during its fixed work".to_string(),
             None => {
-                let longest = overran.iter().map(|m| m.run.elapsed_s()).fold(0.0, f64::max);
+                let longest = overran.iter().map(|m| m.result.elapsed_s()).fold(0.0, f64::max);
                 format!(
                     "measured up to {longest:.2} s for {} asked (stopped or starved)",
                     seconds(report.plan.slice_duration())
@@ -547,18 +547,18 @@ fn fixed_work(out: &mut dyn Write, summaries: &[PlacementSummary]) -> Result<()>
 /// perf stat's block for one placement: counters summed over its workers, averaged over its
 /// repetitions, with perf's `( +- x% )` where there are several.
 fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement, tasks: usize) -> Result<()> {
-    let runs: Vec<_> = report.of(placement, tasks).filter(|m| m.run.workers.iter().all(|w| w.perf.is_some())).collect();
+    let runs: Vec<_> = report.of(placement, tasks).filter(|m| m.result.workers.iter().all(|w| w.perf.is_some())).collect();
     let Some(first) = runs.first() else { return Ok(()) };
     // One perf stat line: its name and how to read it from a worker's counters.
     type Line = (&'static str, fn(&PerfReading) -> Option<u64>);
     let sum = |m: &Measurement, get: fn(&PerfReading) -> Option<u64>| -> Option<f64> {
-        m.run.workers.iter().map(|w| get(w.perf.as_ref().expect("filtered")).map(|v| v as f64)).sum()
+        m.result.workers.iter().map(|w| get(w.perf.as_ref().expect("filtered")).map(|v| v as f64)).sum()
     };
     writeln!(
         out,
         "\n perf counters, {} ({} workers, mean of {} slice{}):",
         placement.name,
-        first.run.workers.len(),
+        first.result.workers.len(),
         runs.len(),
         if runs.len() == 1 { "" } else { "s" }
     )?;
@@ -578,7 +578,7 @@ fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement, 
         };
         let error = if stats.n > 1 { format!("  ( +- {:.2}% )", stats.rse_pct) } else { String::new() };
         if name == "task-clock" {
-            let cpus = stats.mean / first.run.elapsed_ns as f64;
+            let cpus = stats.mean / first.result.elapsed_ns as f64;
             writeln!(out, " {:>18} msec {name}  # {cpus:.3} CPUs utilized{error}", format!("{:.2}", stats.mean / 1e6))?;
         } else {
             writeln!(out, " {:>18}      {name}{error}", thousands(stats.mean))?;

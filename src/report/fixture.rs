@@ -62,7 +62,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
                 steal_ns: None,
                 cgroup_path: None,
             };
-            let run = PlacementRun {
+            let run = SliceResult {
                 elapsed_ns: 2_000_000_000,
                 start_skew_ns: 1000,
                 workers: vec![worker(0, faults / 2), worker(1, faults - faults / 2)],
@@ -86,7 +86,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
                 round: index as u32 + 1,
                 generation: 1,
                 sequence,
-                run,
+                result: run,
                 round_complete: true,
             });
         }

@@ -35,7 +35,7 @@ pub fn conclude(report: &mut Report) {
 /// load can pass without one whole iteration): it is kept, flagged overran, in no figure, and
 /// said. Where it never counted any, the run measured nothing to divide by: that fails.
 fn starved_baselines(report: &mut Report) {
-    let empty = |m: &Measurement| m.placement.is_baseline() && m.run.loop_faults() == 0;
+    let empty = |m: &Measurement| m.placement.is_baseline() && m.result.loop_faults() == 0;
     let worked: Vec<usize> =
         report.measurements.iter().filter(|m| m.placement.is_baseline() && !empty(m)).map(|m| m.tasks).collect();
     let plan = &report.plan;
@@ -46,7 +46,7 @@ fn starved_baselines(report: &mut Report) {
             return true;
         }
         if worked.contains(&m.tasks) {
-            m.run.overran = true;
+            m.result.overran = true;
             starved.push(Warning::Starved { placement: m.placement.name.clone(), slice: plan.slice_name(m.round) });
             return true;
         }
@@ -56,7 +56,7 @@ fn starved_baselines(report: &mut Report) {
             round: m.round,
             reason: format!(
                 "the baseline counted no work in {:.3} s, so no ratio can be formed; measure longer (--duration)",
-                m.run.elapsed_s()
+                m.result.elapsed_s()
             ),
         });
         false
@@ -73,9 +73,9 @@ fn counts_disagree(
     per_iteration: u64,
     unit: workload::Unit,
 ) -> Option<Warning> {
-    let loop_faults = m.run.loop_faults();
-    let kernel_faults = m.run.kernel_faults();
-    let in_flight = (m.run.workers.len() as u64 * per_iteration) as f64;
+    let loop_faults = m.result.loop_faults();
+    let kernel_faults = m.result.kernel_faults();
+    let in_flight = (m.result.workers.len() as u64 * per_iteration) as f64;
     (kernel_faults > 0 && loop_faults.abs_diff(kernel_faults) as f64 > 0.01 * kernel_faults as f64 + in_flight).then(
         || Warning::CountsDisagree {
             placement: m.placement.name.clone(),
@@ -94,7 +94,7 @@ fn huge_page_warnings(report: &Report) -> Vec<Warning> {
     for placement in &report.plan.placements {
         let of = || report.measurements.iter().filter(|m| &m.placement == placement);
         let (loop_faults, kernel_faults): (u64, u64) =
-            (of().map(|m| m.run.loop_faults()).sum(), of().map(|m| m.run.kernel_faults()).sum());
+            (of().map(|m| m.result.loop_faults()).sum(), of().map(|m| m.result.kernel_faults()).sum());
         if kernel_faults > 0 && loop_faults >= 2 * kernel_faults {
             warnings.push(Warning::HugePages {
                 placement: placement.name.clone(),
@@ -200,7 +200,7 @@ fn baseline_pressure_warnings(report: &Report) -> Vec<Warning> {
     let mut warnings = Vec::new();
     for summary in report.summaries().iter().filter(|s| s.placement.is_baseline()) {
         // Stall time counts only where it is the cgroup's own, not the whole system's.
-        let own_stalls = report.measurements.iter().all(|m| m.run.psi_scope != Some(PsiScope::System));
+        let own_stalls = report.measurements.iter().all(|m| m.result.psi_scope != Some(PsiScope::System));
         let counters: [MemcgCounter; 3] = [|c| c.stat.pgsteal, |c| c.events.max, |c| c.events.high];
         let stalls: MemcgCounter = |c| c.pressure.map(|p| p.some_us);
         let pressure = counters
@@ -217,41 +217,41 @@ fn baseline_pressure_warnings(report: &Report) -> Vec<Warning> {
 /// One slice's warnings: overran, started apart, or its workers' CPUs taken by other load.
 fn slice_warnings(report: &Report, m: &Measurement) -> Vec<Warning> {
     let name = || m.placement.name.clone();
-    if m.run.overran {
+    if m.result.overran {
         // Its CPU shares are low because it stood still, not because of other load.
         return vec![match report.plan.iterations {
             Some(_) => Warning::PausedFixedWork {
                 placement: name(),
                 slice: report.plan.slice_name(m.round),
-                measured_s: m.run.elapsed_s(),
+                measured_s: m.result.elapsed_s(),
             },
             None => Warning::Overran {
                 placement: name(),
                 slice: report.plan.slice_name(m.round),
-                measured_s: m.run.elapsed_s(),
+                measured_s: m.result.elapsed_s(),
                 asked_s: report.plan.slice_duration().as_secs_f64(),
             },
         }];
     }
     let mut warnings = Vec::new();
-    if m.run.start_skew_ns as f64 > 0.1 * report.plan.interval.as_nanos() as f64 {
+    if m.result.start_skew_ns as f64 > 0.1 * report.plan.interval.as_nanos() as f64 {
         warnings.push(Warning::StartSkew {
             placement: name(),
             slice: report.plan.slice_name(m.round),
-            skew_us: m.run.start_skew_ns as f64 / 1e3,
+            skew_us: m.result.start_skew_ns as f64 / 1e3,
         });
     }
     // Round-robin placement puts k workers on a CPU on purpose: each is owed 1/k of it. One
     // judgement per CPU, of the workers on it together.
-    let mut cpus: Vec<usize> = m.run.workers.iter().map(|w| w.cpu).collect();
+    let mut cpus: Vec<usize> = m.result.workers.iter().map(|w| w.cpu).collect();
     cpus.sort_unstable();
     cpus.dedup();
     for cpu in cpus {
-        let on_it: Vec<&run::WorkerResult> = m.run.workers.iter().filter(|w| w.cpu == cpu).collect();
+        let on_it: Vec<&run::WorkerResult> = m.result.workers.iter().filter(|w| w.cpu == cpu).collect();
         // Fixed work: workers sharing a CPU finish apart (each is owed a varying share), a
         // worker done early is parked (not runnable, no cost), and under a second rusage's
         // tick granularity is too coarse to judge.
-        if report.plan.iterations.is_some() && (on_it.len() > 1 || m.run.elapsed_s() < 1.0) {
+        if report.plan.iterations.is_some() && (on_it.len() > 1 || m.result.elapsed_s() < 1.0) {
             continue;
         }
         warnings.extend(cpu_time_warnings(report, m, cpu, &on_it));
@@ -264,7 +264,7 @@ fn slice_warnings(report: &Report, m: &Measurement) -> Vec<Warning> {
 /// where schedstat is absent.
 fn cpu_time_warnings(report: &Report, m: &Measurement, cpu: usize, workers: &[&run::WorkerResult]) -> Vec<Warning> {
     let (placement, round, sharing) = (m.placement.name.clone(), report.plan.slice_name(m.round), workers.len() as f64);
-    let elapsed_ns = m.run.elapsed_ns.max(1);
+    let elapsed_ns = m.result.elapsed_ns.max(1);
     // The workers' time on this CPU together: the slice once per worker.
     let span_ns = elapsed_ns as f64 * sharing;
     let sum = |get: &dyn Fn(&run::WorkerResult) -> Option<u64>| workers.iter().map(|w| get(w)).sum::<Option<u64>>();

@@ -153,9 +153,9 @@ mod tests {
 
     /// Sets a slice's CPU ns per fault by its workers' on-CPU time.
     fn set_cost(m: &mut Measurement, ns_per_fault: f64) {
-        let faults = m.run.loop_faults() as f64;
-        let count = m.run.workers.len() as f64;
-        for worker in &mut m.run.workers {
+        let faults = m.result.loop_faults() as f64;
+        let count = m.result.workers.len() as f64;
+        for worker in &mut m.result.workers {
             worker.on_cpu_ns = Some((ns_per_fault * faults / count) as u64);
         }
     }

@@ -13,7 +13,7 @@ pub mod warnings;
 use crate::cgroup::Leaf;
 use crate::cgroup::tree::AppliedKnob;
 use crate::plan::{Placement, Plan};
-use crate::run::PlacementRun;
+use crate::run::SliceResult;
 use crate::stats;
 use crate::workload::Unit;
 pub use environment::{Environment, RunId};
@@ -33,7 +33,8 @@ pub struct Measurement {
     pub generation: u32,
     /// Position of this measurement in the run (0-based), so the interleaving can be checked.
     pub sequence: usize,
-    pub run: PlacementRun,
+    /// What the slice measured: its workers' counters, the memcg's, samples, harness times.
+    pub result: SliceResult,
     /// false for a slice of the round a stop signal cut short: kept and written, flagged, in
     /// no figure (its round's other placements were never measured against it).
     pub round_complete: bool,
@@ -63,14 +64,14 @@ impl Measurement {
     /// (schedstat's run_delay). None without schedstat, or where workers share a CPU by design
     /// (more tasks than CPUs: each waits its turn).
     pub fn disturbance(&self) -> Option<f64> {
-        let workers = &self.run.workers;
+        let workers = &self.result.workers;
         let mut cpus: Vec<usize> = workers.iter().map(|w| w.cpu).collect();
         cpus.sort_unstable();
         cpus.dedup();
         if cpus.len() < workers.len() {
             return None;
         }
-        let span = self.run.elapsed_ns.max(1) as f64;
+        let span = self.result.elapsed_ns.max(1) as f64;
         workers.iter().map(|w| Some(w.wait_ns? as f64 / span)).try_fold(0.0, |most, share| Some(f64::max(most, share?)))
     }
 
@@ -79,33 +80,33 @@ impl Measurement {
     }
 
     pub fn faults_per_sec(&self) -> f64 {
-        self.run.loop_faults() as f64 / self.run.elapsed_s()
+        self.result.loop_faults() as f64 / self.result.elapsed_s()
     }
 
     /// Wall-clock nanoseconds one worker spends per fault (per unit) in this slice; None for a
     /// rate of zero.
     pub fn ns_per_fault(&self) -> Option<f64> {
-        stats::ns_per_unit(self.faults_per_sec(), self.run.workers.len())
+        stats::ns_per_unit(self.faults_per_sec(), self.result.workers.len())
     }
 
     /// The workers' time on their CPUs over the measured span, summed; None where one worker's
     /// could not be read.
     pub fn on_cpu_ns(&self) -> Option<u64> {
-        self.run.workers.iter().map(|w| w.on_cpu_ns).sum()
+        self.result.workers.iter().map(|w| w.on_cpu_ns).sum()
     }
 
     /// The cost of a fault: the workers' on-CPU nanoseconds over the faults they took. Time
     /// taken by other load, stops and steal does not enter it. None without on-CPU times or faults.
     pub fn cpu_ns_per_fault(&self) -> Option<f64> {
-        let faults = self.run.loop_faults();
+        let faults = self.result.loop_faults();
         (faults > 0).then_some(())?;
         Some(self.on_cpu_ns()? as f64 / faults as f64)
     }
 
     /// Where the workers' time went over the slice, summed over the workers.
     pub fn time_split(&self) -> Option<TimeSplit> {
-        let workers = &self.run.workers;
-        let span_ns = self.run.elapsed_ns;
+        let workers = &self.result.workers;
+        let span_ns = self.result.elapsed_ns;
         let blocked_ns: u64 = workers.iter().map(|w| w.blocked_ns(span_ns)).sum::<Option<u64>>()?;
         Some(TimeSplit {
             span_s: (span_ns * workers.len() as u64) as f64 / 1e9,
@@ -162,7 +163,7 @@ pub struct Failure {
 }
 
 fn counts(m: &Measurement, leave_out_disturbed: bool) -> bool {
-    !m.run.overran && m.round_complete && !(leave_out_disturbed && m.disturbed())
+    !m.result.overran && m.round_complete && !(leave_out_disturbed && m.disturbed())
 }
 
 /// One memcg counter, read from a slice's counters.
@@ -360,7 +361,7 @@ impl Report {
         if rounds.len() < MIN_ROUNDS_TO_LEAVE_OUT as usize {
             return false;
         }
-        let slices = || self.measurements.iter().filter(|m| m.tasks == tasks && !m.run.overran && m.round_complete);
+        let slices = || self.measurements.iter().filter(|m| m.tasks == tasks && !m.result.overran && m.round_complete);
         let disturbed = slices().filter(|m| m.disturbed()).count();
         disturbed as f64 <= DISTURBED_LEFT_OUT_UP_TO * slices().count() as f64
     }
@@ -371,15 +372,15 @@ impl Report {
         if let Some(cost) = m.cpu_ns_per_fault() {
             return Some(cost);
         }
-        let per_task = m.faults_per_sec() / m.run.workers.len() as f64;
-        let on_cpu = m.run.workers.iter().map(|w| w.cpu_share.min(1.0)).sum::<f64>() / m.run.workers.len() as f64;
+        let per_task = m.faults_per_sec() / m.result.workers.len() as f64;
+        let on_cpu = m.result.workers.iter().map(|w| w.cpu_share.min(1.0)).sum::<f64>() / m.result.workers.len() as f64;
         (per_task > 0.0).then(|| 1e9 / per_task * on_cpu)
     }
 
     /// A slice's memcg cost in ns per fault: the memcg family's share of the samples times the
     /// CPU time per fault.
     pub fn memcg_ns_per_fault(m: &Measurement) -> Option<f64> {
-        Some(m.run.profile.as_ref()?.memcg_share()? * Self::profile_cpu_ns_per_fault(m)?)
+        Some(m.result.profile.as_ref()?.memcg_share()? * Self::profile_cpu_ns_per_fault(m)?)
     }
 
     /// The task counts measured, in sweep order.
@@ -407,7 +408,7 @@ mod tests {
         let mut report = synthetic_report(&[(100_000.0, 90_000.0), (100_000.0, 90_000.0)]);
         for (index, m) in report.measurements.iter_mut().enumerate() {
             let memcg_samples = if index < 2 { 10 } else { 400 };
-            m.run.profile = Some(ProfileCounts { samples: 1000, memcg_samples, ..Default::default() });
+            m.result.profile = Some(ProfileCounts { samples: 1000, memcg_samples, ..Default::default() });
         }
         let summaries = report.summaries();
         let memcg = summaries[1].memcg.as_ref().unwrap();
@@ -423,7 +424,7 @@ mod tests {
         report.plan.slices = rounds as u32;
         for (index, m) in report.measurements.iter_mut().enumerate() {
             let wait = if disturbed.contains(&index) { 200_000_000 } else { 2_000_000 };
-            for worker in &mut m.run.workers {
+            for worker in &mut m.result.workers {
                 (worker.on_cpu_ns, worker.wait_ns) = (Some(1_800_000_000), Some(wait));
             }
         }

@@ -33,8 +33,8 @@ impl Report {
     /// disturbed ones were left out at this task count; None where nothing was measured.
     pub fn counted_share(&self, placement: &Placement, tasks: usize) -> Option<f64> {
         let all = || self.measurements.iter().filter(|m| &m.placement == placement && m.tasks == tasks);
-        let measured: f64 = all().map(|m| m.run.elapsed_s()).sum();
-        let counted: f64 = all().filter(|m| self.counted(m)).map(|m| m.run.elapsed_s()).sum();
+        let measured: f64 = all().map(|m| m.result.elapsed_s()).sum();
+        let counted: f64 = all().filter(|m| self.counted(m)).map(|m| m.result.elapsed_s()).sum();
         (measured > 0.0).then(|| counted / measured)
     }
 
@@ -42,7 +42,7 @@ impl Report {
     pub fn profile_totals(&self, placement: &Placement, tasks: usize) -> Option<ProfileCounts> {
         let mut total: Option<ProfileCounts> = None;
         for m in self.of(placement, tasks) {
-            total.get_or_insert_with(ProfileCounts::default).add(m.run.profile.as_ref()?);
+            total.get_or_insert_with(ProfileCounts::default).add(m.result.profile.as_ref()?);
         }
         total
     }
@@ -92,7 +92,7 @@ impl Report {
 
     /// One of the memcg's counters summed over the placement's slices, if the kernel has it.
     pub fn memcg_total(&self, placement: &Placement, tasks: usize, counter: MemcgCounter) -> Option<u64> {
-        self.of(placement, tasks).map(|m| counter(&m.run.memcg)).sum()
+        self.of(placement, tasks).map(|m| counter(&m.result.memcg)).sum()
     }
 
     /// What the memcg did while a placement was measured, in words, where it did anything
@@ -114,10 +114,10 @@ impl Report {
         if let Some(kills) = total(|c| c.events.oom_kill) {
             parts.push(format!("{} OOM kills", crate::text::thousands(kills as f64)));
         }
-        let measured_us: f64 = self.of(placement, tasks).map(|m| m.run.elapsed_s() * 1e6).sum();
+        let measured_us: f64 = self.of(placement, tasks).map(|m| m.result.elapsed_s() * 1e6).sum();
         if let Some(stalled) = total(|c| c.pressure.map(|p| p.some_us)) {
             let share = stalled as f64 / measured_us;
-            let scope = self.of(placement, tasks).find_map(|m| m.run.psi_scope);
+            let scope = self.of(placement, tasks).find_map(|m| m.result.psi_scope);
             if share >= 0.01 {
                 let whose = if scope == Some(crate::measure::memcg::PsiScope::System) { " (system-wide)" } else { "" };
                 parts.push(format!("{:.0}% of the time stalled on memory{whose}", 100.0 * share));
@@ -132,9 +132,9 @@ impl Report {
         let mut rates: Vec<CgroupRate> = Vec::new();
         let measurements: Vec<&Measurement> = self.of(placement, tasks).collect();
         for m in &measurements {
-            for worker in &m.run.workers {
+            for worker in &m.result.workers {
                 let Some(path) = &worker.cgroup_path else { continue };
-                let rate = worker.loop_faults as f64 / m.run.elapsed_s() / measurements.len() as f64;
+                let rate = worker.loop_faults as f64 / m.result.elapsed_s() / measurements.len() as f64;
                 match rates.iter_mut().find(|r| &r.cgroup_path == path) {
                     Some(entry) => entry.faults_per_sec += rate,
                     None => rates.push(CgroupRate { cgroup_path: path.clone(), tasks: 0, faults_per_sec: rate }),
@@ -144,7 +144,7 @@ impl Report {
         if let Some(first) = measurements.first() {
             for entry in &mut rates {
                 entry.tasks =
-                    first.run.workers.iter().filter(|w| w.cgroup_path.as_ref() == Some(&entry.cgroup_path)).count();
+                    first.result.workers.iter().filter(|w| w.cgroup_path.as_ref() == Some(&entry.cgroup_path)).count();
             }
         }
         rates.sort_by_key(|r| {
@@ -198,15 +198,15 @@ impl Report {
                 let mean_seconds = |get: fn(&WorkerResult) -> u64| {
                     let runs: Vec<f64> = self
                         .of(placement, tasks)
-                        .map(|m| m.run.workers.iter().map(get).sum::<u64>() as f64 / 1e6)
+                        .map(|m| m.result.workers.iter().map(get).sum::<u64>() as f64 / 1e6)
                         .collect();
                     runs.iter().sum::<f64>() / runs.len() as f64
                 };
                 let fixed_work = self.plan.iterations.and_then(|iterations| {
-                    let elapsed: Vec<f64> = self.of(placement, tasks).map(|m| m.run.elapsed_s()).collect();
+                    let elapsed: Vec<f64> = self.of(placement, tasks).map(|m| m.result.elapsed_s()).collect();
                     let sys: Vec<f64> = self
                         .of(placement, tasks)
-                        .map(|m| m.run.workers.iter().map(|w| w.sys_us).sum::<u64>() as f64 / 1e6)
+                        .map(|m| m.result.workers.iter().map(|w| w.sys_us).sum::<u64>() as f64 / 1e6)
                         .collect();
                     Some(FixedWork {
                         iterations_per_task: iterations,

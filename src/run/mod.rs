@@ -22,7 +22,7 @@ use nix::sys::signal::Signal;
 
 use crate::cgroup::{Hierarchy, Leaf};
 
-pub use result::{PlacementRun, Sample, WorkerResult};
+pub use result::{SliceResult, Sample, WorkerResult};
 pub use slice::SliceSpec;
 pub use spec::{KernelCountSource, Mode, RunSpec};
 
@@ -39,7 +39,7 @@ pub trait Slicer {
         slice: &SliceSpec,
         warn: &mut dyn FnMut(Notice),
         progress: &mut dyn Progress,
-    ) -> anyhow::Result<PlacementRun>;
+    ) -> anyhow::Result<SliceResult>;
     /// Ends every worker set up so far (a task count's slices are done, or the run is).
     fn retire(&mut self);
     /// The memcg oom_kill count of `leaf` now, so a worker's death can be blamed on the OOM
@@ -92,7 +92,7 @@ impl Slicer for RealSlicer {
         slice: &SliceSpec,
         warn: &mut dyn FnMut(Notice),
         progress: &mut dyn Progress,
-    ) -> anyhow::Result<PlacementRun> {
+    ) -> anyhow::Result<SliceResult> {
         if self.spec.settings.fixed_iterations.is_some() {
             return self.new_crew(slice, warn)?.measure(&self.spec, progress);
         }

@@ -56,8 +56,9 @@ pub struct Sample {
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct PlacementRun {
-    /// From the release signal to the stop signal, measured.
+pub struct SliceResult {
+    /// The measured window: from the end of the frozen reading before the thaw to the moment
+    /// every worker was seen stopped (fixed work: the first start to the last finish).
     pub elapsed_ns: u64,
     pub start_skew_ns: u64,
     pub workers: Vec<WorkerResult>,
@@ -98,7 +99,7 @@ pub struct HarnessTimes {
     pub settle_faults: u64,
 }
 
-impl PlacementRun {
+impl SliceResult {
     pub fn loop_faults(&self) -> u64 {
         self.workers.iter().map(|w| w.loop_faults).sum()
     }

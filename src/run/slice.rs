@@ -18,7 +18,7 @@ use super::result::HarnessTimes;
 use super::slots::{STATE_DONE, Slots};
 use super::snapshot::{Deltas, Snapshot, TaskCounts};
 use super::workers::Workers;
-use super::{KernelCountSource, Mode, Notice, PlacementRun, Progress, RunSpec, Sample, Tick, WorkerResult, signals};
+use super::{KernelCountSource, Mode, Notice, SliceResult, Progress, RunSpec, Sample, Tick, WorkerResult, signals};
 use crate::cgroup::layout::cgroup_of;
 use crate::cgroup::{Hierarchy, Leaf};
 use crate::measure::clock::monotonic_ns;
@@ -236,7 +236,7 @@ impl Crew {
 
     /// One slice: a time-based crew is thawed for --duration / --slices, a fixed-work crew
     /// released for its whole run; either is frozen before its counters are read.
-    pub fn measure(&mut self, spec: &RunSpec, progress: &mut dyn Progress) -> Result<PlacementRun> {
+    pub fn measure(&mut self, spec: &RunSpec, progress: &mut dyn Progress) -> Result<SliceResult> {
         check_interrupt()?;
         take_paused();
         if let Some(dead) = self.workers.find_dead() {
@@ -274,7 +274,7 @@ impl Crew {
         };
         let facts = self.facts(spec, Timing { started_ns, stopped_ns: frozen_ns });
         let run = figures(&facts, after.since(&before, &self.cpus), samples)?;
-        Ok(PlacementRun { profile, harness: Some(harness), ..run })
+        Ok(SliceResult { profile, harness: Some(harness), ..run })
     }
 
     /// The unmeasured settling window before a timed slice (SETTLE_NS): the crew thawed and
@@ -548,7 +548,7 @@ pub struct SliceFacts {
 }
 
 /// A slice's figures from the counters' differences: pure, so tested without root.
-pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> Result<PlacementRun> {
+pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> Result<SliceResult> {
     let Timing { started_ns, stopped_ns } = facts.timing;
     // Fixed work is timed as `time` timed the 2011 runs: first start to last finish, from the
     // workers' own clock stamps.
@@ -597,7 +597,7 @@ pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> 
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(PlacementRun {
+    Ok(SliceResult {
         elapsed_ns,
         start_skew_ns: facts.start_skew_ns,
         workers: share_steal(workers),

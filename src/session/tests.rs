@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::*;
 use crate::plan::Placement;
 use crate::report::fixture::test_plan;
-use crate::run::{KernelCountSource, Notice, PlacementRun, Sample, Tick, WorkerResult};
+use crate::run::{KernelCountSource, Notice, SliceResult, Sample, Tick, WorkerResult};
 
 /// What the fake answers for one call (by its 0-based position in the run).
 enum Answer {
@@ -47,7 +47,7 @@ struct FakeSlicer {
 
 const SLICE_NS: u64 = 1_000_000_000;
 
-fn run_of(cpus: &[usize], per_worker_rate: f64, elapsed_ns: u64) -> PlacementRun {
+fn run_of(cpus: &[usize], per_worker_rate: f64, elapsed_ns: u64) -> SliceResult {
     let faults = (per_worker_rate * elapsed_ns as f64 / 1e9) as u64;
     let workers = cpus
         .iter()
@@ -69,7 +69,7 @@ fn run_of(cpus: &[usize], per_worker_rate: f64, elapsed_ns: u64) -> PlacementRun
             cgroup_path: None,
         })
         .collect();
-    PlacementRun {
+    SliceResult {
         elapsed_ns,
         start_skew_ns: 1000,
         workers,
@@ -90,7 +90,7 @@ impl Slicer for FakeSlicer {
         slice: &SliceSpec,
         warn: &mut dyn FnMut(Notice),
         _progress: &mut dyn Progress,
-    ) -> Result<PlacementRun> {
+    ) -> Result<SliceResult> {
         let call = self.calls.len();
         let path = slice.leaf.cgroup_path.clone();
         let worker_paths = slice.worker_leaves.iter().map(|l| l.cgroup_path.clone()).collect();
@@ -102,7 +102,7 @@ impl Slicer for FakeSlicer {
         match self.answers.remove(&call) {
             None => Ok(run_of(&slice.cpus, rate, SLICE_NS)),
             Some(Answer::Overran) => {
-                Ok(PlacementRun { overran: true, ..run_of(&slice.cpus, rate * 10.0, SLICE_NS * 3 / 2) })
+                Ok(SliceResult { overran: true, ..run_of(&slice.cpus, rate * 10.0, SLICE_NS * 3 / 2) })
             }
             Some(Answer::Fails(why)) => Err(anyhow::anyhow!("{why}")),
             Some(Answer::Dies(why, kills)) => {
@@ -382,7 +382,7 @@ fn a_baseline_that_never_counted_becomes_a_failure_and_one_starved_slice_is_left
     let mut slicer = FakeSlicer { answers: HashMap::from([(0, Answer::Empty)]), ..Default::default() };
     drive(&mut report, &leaves, &mut slicer);
     assert_eq!((report.measurements.len(), report.failures.len()), (4, 0));
-    assert!(report.measurements[0].run.overran && !report.counted(&report.measurements[0]));
+    assert!(report.measurements[0].result.overran && !report.counted(&report.measurements[0]));
     let said: Vec<String> = report.warnings.iter().map(|w| w.to_string()).collect();
     assert!(said.iter().any(|w| w.starts_with("base slice 1: the baseline counted no whole iteration")), "{said:?}");
     let child = report.summaries().into_iter().find(|s| s.placement.name == "child").unwrap();
