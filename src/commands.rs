@@ -1,29 +1,48 @@
-//! One function per subcommand: each ties the layers below together and answers an exit code.
+//! One function per subcommand: each ties the layers below together and answers its
+//! `Outcome`, which main.rs turns into the exit code.
 
 use std::path::Path;
-use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
 use crate::cgroup::{self, BaseSpec, Version, VersionChoice};
 use crate::compare;
-use crate::export;
+use crate::error::{self, Error};
+use crate::export::{self, outputs::Outputs};
 use crate::options::RunOptions;
 use crate::output;
 use crate::output::progress::TerminalProgress;
 use crate::report::Report;
 use crate::results::{self, RunFile};
-use crate::run::{self, Interrupted};
+use crate::run;
 use crate::session;
 use crate::sink::{self, OutputPath, Sink};
-use crate::usage;
 use crate::workload;
+
+/// How a subcommand that ran to its end ended; what went wrong on the way is already said on
+/// stderr. An error instead says why it could not run to its end.
+pub enum Outcome {
+    /// Everything asked was done.
+    Clean,
+    /// It ended, but not all was done: a slice, an output or the removal failed (a run),
+    /// something was kept (`cleanup`), or a base is unusable (`env`).
+    Incomplete,
+    /// A stop signal ended a run, or came while it wrote the results, which it wrote as said.
+    Stopped { signal: i32 },
+}
+
+impl Outcome {
+    /// Clean when `done`, else incomplete.
+    fn clean_if(done: bool) -> Outcome {
+        if done { Outcome::Clean } else { Outcome::Incomplete }
+    }
+}
 
 /// The main job: measure every placement, print the table, write the files asked for.
 ///
 /// Once anything is measured, nothing that goes wrong afterwards (a closed stdout or stderr, a
 /// cgroup that cannot be removed, one file that cannot be written) loses the other results.
-pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode> {
+pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Outcome> {
     let plan = &options.plan;
     run::require_root("measuring", "to create cgroups and move processes; run it with sudo")?;
     let detected = cgroup::detect()?;
@@ -37,7 +56,8 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
         return Err(in_delegated_scope());
     }
     // Outputs are resolved and opened before anything is created, so a bad path costs nothing.
-    let mut outputs = Outputs::open(options)?;
+    let settings = export::Settings { per_cpu: options.per_cpu };
+    let mut outputs = Outputs::open(&options.outputs, plan, settings)?;
     if plan.profile {
         // Before anything is created: a machine without perf events (or without the right to
         // sample) says so in one line.
@@ -68,9 +88,9 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
         // After the measuring: the outputs are as said above, each written whole or named.
         say!(
             "faultscale: {} while writing the results; each output not named in an error above is complete",
-            Interrupted(signal)
+            Error::Interrupted(signal)
         );
-        return Ok(ExitCode::from(128 + signal as u8));
+        return Ok(Outcome::Stopped { signal });
     }
     // Where the measurements went: the table, or an output. With -q and none, or none written
     // whole, "the measurements are written" beside a removal error was untrue.
@@ -83,7 +103,7 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
     } else {
         Kept::Nothing
     };
-    Ok(exit_status(&report, write_failed, kept))
+    Ok(outcome(&report, write_failed, kept))
 }
 
 /// The most CPUs faultscale can pin on: a cpu_set_t names CPU_SETSIZE of them, as `--cpus`
@@ -91,20 +111,21 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<ExitCode
 const MOST_CPUS: usize = libc::CPU_SETSIZE as usize;
 
 /// `--check-args CPUS`: the run's arguments checked as `main_job` checks them, for a machine
-/// whose CPUs are 0..CPUS (a guest not yet booted), and nothing else done: exit 0 or 2.
-pub fn check_args(args: &crate::cli::RunArgs, cpus: usize) -> Result<ExitCode> {
+/// whose CPUs are 0..CPUS (a guest not yet booted), and nothing else done: clean, or the
+/// user's input refused.
+pub fn check_args(args: &crate::cli::RunArgs, cpus: usize) -> Result<Outcome> {
     if cpus == 0 {
-        return Err(usage::usage(anyhow::anyhow!("--check-args 0: give the CPU count of the machine that will run")));
+        return Err(error::usage(anyhow::anyhow!("--check-args 0: give the CPU count of the machine that will run")));
     }
     // The checks build per-CPU lists: a count past what a run could pin on is refused before
     // they allocate for it (2^64 - 1 aborted, 10^8 took 2.5 GB).
     if cpus > MOST_CPUS {
-        return Err(usage::usage(anyhow::anyhow!(
+        return Err(error::usage(anyhow::anyhow!(
             "--check-args {cpus}: faultscale pins on at most {MOST_CPUS} CPUs (CPU_SETSIZE); give the CPU count of the machine that will run"
         )));
     }
-    RunOptions::from_args(args, &(0..cpus).collect::<Vec<_>>()).map_err(usage::usage)?;
-    Ok(ExitCode::SUCCESS)
+    RunOptions::from_args(args, &(0..cpus).collect::<Vec<_>>()).map_err(error::usage)?;
+    Ok(Outcome::Clean)
 }
 
 /// Where a run's measurements are, said beside an error removing its cgroups.
@@ -112,134 +133,6 @@ enum Kept {
     Written,
     Partly,
     Nothing,
-}
-
-/// One file a run writes, in its format.
-struct Output {
-    format: &'static dyn export::Exporter,
-    sink: Sink,
-    /// A checkpoint put slices in it, so the final write must replace them even when a stop
-    /// signal left no round complete.
-    checkpointed: bool,
-}
-
-/// The files a run writes: opened before it starts, rewritten after every slice, written whole
-/// at the end.
-struct Outputs {
-    files: Vec<Output>,
-    settings: export::Settings,
-    profile_dir: Option<std::path::PathBuf>,
-    /// The lock that marks --profile-dir as this run's (`claim_directory`), held to the end.
-    _profile_claim: Option<std::fs::File>,
-    checkpoint_failed: bool,
-    /// When the last checkpoint was written and how long it took: checkpoints are spaced so
-    /// that writing them costs at most 1/CHECKPOINT_SHARE of the run (a file rewritten after
-    /// each of a thousand 0.1 s slices took longer than the slices: 83 s for 30 s measured).
-    last_checkpoint: Option<(std::time::Instant, std::time::Duration)>,
-}
-
-/// Checkpoints come at most every 2 s, and at most one part in this of the run's time goes
-/// to writing them.
-const CHECKPOINT_SHARE: u32 = 100;
-
-impl Outputs {
-    fn open(options: &RunOptions) -> Result<Self> {
-        let mut files = Vec::new();
-        for (format, path) in &options.outputs {
-            let sink = Sink::open(&format!("--{}", format.option()), path).map_err(usage::usage)?;
-            for profile in options.plan.placements.iter().filter_map(|p| p.profile.as_deref()) {
-                sink.refuse_input(&format!("the --cgroup profile {profile}"), Path::new(profile))
-                    .map_err(usage::usage)?;
-            }
-            refuse_profile_files(options, &sink).map_err(usage::usage)?;
-            files.push(Output { format: *format, sink, checkpointed: false });
-        }
-        Sink::check_distinct(&mut files.iter_mut().map(|f| &mut f.sink).collect::<Vec<_>>()).map_err(usage::usage)?;
-        Ok(Outputs {
-            files,
-            settings: export::Settings { per_cpu: options.per_cpu },
-            profile_dir: options.plan.profile_dir.clone(),
-            _profile_claim: match &options.plan.profile_dir {
-                Some(dir) => sink::claim_directory(dir)
-                    .map_err(|e| usage::usage(anyhow::anyhow!("--profile-dir {}: {e}", dir.display())))?,
-                None => None,
-            },
-            checkpoint_failed: false,
-            last_checkpoint: None,
-        })
-    }
-
-    /// Whether any output file was asked for.
-    fn any(&self) -> bool {
-        !self.files.is_empty()
-    }
-
-    /// Whether an output writes to standard output (`-`, /dev/stdout, the same terminal).
-    fn share_stdout(&self) -> bool {
-        self.files.iter().any(|f| f.sink.shares_stdout())
-    }
-
-    /// Every file rewritten with the report so far; a file that cannot be is written at the end.
-    fn checkpoint(&mut self, report: &Report) {
-        let now = std::time::Instant::now();
-        if let Some((at, took)) = self.last_checkpoint
-            && now.duration_since(at) < (took * CHECKPOINT_SHARE).max(std::time::Duration::from_secs(2))
-        {
-            return;
-        }
-        let settings = self.settings;
-        let mut errors = Vec::new();
-        for file in &mut self.files {
-            match file.sink.checkpoint(|out| file.format.write(out, report, &settings)) {
-                Ok(()) => file.checkpointed = true,
-                Err(e) => errors.push(e),
-            }
-        }
-        self.last_checkpoint = Some((std::time::Instant::now(), now.elapsed()));
-        for error in errors {
-            if !self.checkpoint_failed {
-                say!("faultscale: warning: {error:#}; the files are written at the end instead");
-            }
-            self.checkpoint_failed = true;
-        }
-    }
-
-    /// The final files and flame graphs; false when one could not be written (each said).
-    /// A file is written when there are measurements, or when a checkpoint put slices in it
-    /// that a stop signal voided: then it holds what the report holds, none of them.
-    fn write(self, report: &Report) -> bool {
-        let mut all_written = true;
-        for file in self.files {
-            if (!report.measurements.is_empty() || file.checkpointed)
-                && let Err(e) = file.sink.write_with(|out| file.format.write(out, report, &self.settings))
-            {
-                say!("faultscale: error: {e:#}");
-                all_written = false;
-            }
-        }
-        if let Some(dir) = &self.profile_dir
-            && !report.measurements.is_empty()
-        {
-            match export::flamegraph::write(dir, report) {
-                Ok(written) => say!("faultscale: wrote {} profile files in {}", written.len(), dir.display()),
-                Err(e) => {
-                    say!("faultscale: error: {e:#}");
-                    all_written = false;
-                }
-            }
-        }
-        all_written
-    }
-}
-
-/// Refuses an output that is one of the flame-graph files --profile-dir will get: the graph
-/// written at the end would replace it.
-fn refuse_profile_files(options: &RunOptions, sink: &Sink) -> Result<()> {
-    let Some(dir) = &options.plan.profile_dir else { return Ok(()) };
-    for name in export::flamegraph::file_names(&options.plan) {
-        sink.refuse_place(&format!("--profile-dir {} (its {name})", dir.display()), &dir.join(&name))?;
-    }
-    Ok(())
 }
 
 /// The table, on stdout; with an output on stdout (-, /dev/stdout) on stderr, so stdout stays
@@ -261,8 +154,9 @@ fn print_table(options: &RunOptions, report: &Report, stdout_taken: bool) {
     }
 }
 
-/// 128+signal after a stop signal, 1 after a failed slice, removal or write, else 0.
-fn exit_status(report: &Report, write_failed: bool, kept: Kept) -> ExitCode {
+/// Stopped after a stop signal, incomplete after a failed slice, removal or write, else clean;
+/// each said.
+fn outcome(report: &Report, write_failed: bool, kept: Kept) -> Outcome {
     if let Some(e) = &report.removal_error {
         match kept {
             Kept::Written => say!("faultscale: error: the measurements are written, but {e}"),
@@ -276,19 +170,19 @@ fn exit_status(report: &Report, write_failed: bool, kept: Kept) -> ExitCode {
     }
     if let Some(signal) = report.interrupted {
         match report.measurements.len() {
-            0 => say!("faultscale: {}; no slice completed, nothing was measured", Interrupted(signal)),
+            0 => say!("faultscale: {}; no slice completed, nothing was measured", Error::Interrupted(signal)),
             done if write_failed => say!(
                 "faultscale: {}; the {} measured, marked run_complete=false (those of the round it cut short also round_complete=false, in no figure), are in each output not named in an error above",
-                Interrupted(signal),
+                Error::Interrupted(signal),
                 crate::text::plural(done, "slice")
             ),
             done => say!(
                 "faultscale: {}; wrote the {} measured, marked run_complete=false (those of the round it cut short also round_complete=false, in no figure)",
-                Interrupted(signal),
+                Error::Interrupted(signal),
                 crate::text::plural(done, "slice")
             ),
         }
-        return ExitCode::from(128 + signal as u8);
+        return Outcome::Stopped { signal };
     }
     for failure in &report.failures {
         say!(
@@ -298,8 +192,7 @@ fn exit_status(report: &Report, write_failed: bool, kept: Kept) -> ExitCode {
             failure.reason
         );
     }
-    let clean = report.failures.is_empty() && report.removal_error.is_none() && !write_failed;
-    if clean { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    Outcome::clean_if(report.failures.is_empty() && report.removal_error.is_none() && !write_failed)
 }
 
 /// `--base new` where systemd manages the cgroup tree: its delegation rules forbid making
@@ -330,21 +223,21 @@ fn in_delegated_scope() -> anyhow::Error {
     )
 }
 
-pub fn env(version: VersionChoice, base: &str) -> Result<ExitCode> {
-    Ok(if output::env::print(version, base)? { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+pub fn env(version: VersionChoice, base: &str) -> Result<Outcome> {
+    Ok(Outcome::clean_if(output::env::print(version, base)?))
 }
 
-pub fn profiles(name: Option<&str>, version: VersionChoice) -> Result<ExitCode> {
+pub fn profiles(name: Option<&str>, version: VersionChoice) -> Result<Outcome> {
     match name {
         None => output::profiles::list()?,
         Some(name) => output::profiles::show(name, version)?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Outcome::Clean)
 }
 
 /// `tmpdir`: where to look for dead runs' file directories; without it, every workload's
 /// default (page_fault2/3 and fallocate1 put theirs in /dev/shm, the others in /tmp).
-pub fn cleanup(dry_run: bool, version: VersionChoice, base: &str, tmpdir: Option<&str>) -> Result<ExitCode> {
+pub fn cleanup(dry_run: bool, version: VersionChoice, base: &str, tmpdir: Option<&str>) -> Result<Outcome> {
     let cgroups_clean = output::cleanup::run(dry_run, version, base)?;
     let dirs = match tmpdir {
         Some(dir) => vec![dir],
@@ -354,13 +247,12 @@ pub fn cleanup(dry_run: bool, version: VersionChoice, base: &str, tmpdir: Option
     for dir in dirs {
         files_clean &= output::cleanup::run_directories(dry_run, Path::new(dir));
     }
-    Ok(if cgroups_clean && files_clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(Outcome::clean_if(cgroups_clean && files_clean))
 }
 
-/// A result file read back; one that mixes runs of other settings is the user's input (exit 2).
+/// A result file read back (one that mixes runs is refused as the user's input, by `results`).
 fn load(path: &str) -> Result<RunFile> {
-    let mut file =
-        RunFile::load(Path::new(path)).map_err(|e| if results::is_mixed(&e) { usage::usage(e) } else { e })?;
+    let mut file = RunFile::load(Path::new(path))?;
     // A checkpoint is a live run's, or one left by a run that never finished it.
     if file.state == Some(results::FileState::Running) {
         file.writer_alive = sink::written_by_live_run(Path::new(path));
@@ -373,7 +265,7 @@ fn load(path: &str) -> Result<RunFile> {
 fn settings_agree(a: &RunFile, b: &RunFile, force: bool) -> Result<Vec<String>> {
     let settings = compare::setting_differences(a, b);
     if !settings.is_empty() && !force {
-        return Err(usage::usage(anyhow::anyhow!(
+        return Err(error::usage(anyhow::anyhow!(
             "{} vs {}: rows measured with different settings cannot be compared ({}); rerun alike, or --force",
             a.name,
             b.name,
@@ -394,20 +286,20 @@ fn load_side(text: &str, force: bool) -> Result<Vec<RunFile>> {
     // An empty part (`a.json,,b.json`, a trailing comma, an unset variable) is a run lost
     // without a word.
     if paths.len() > 1 && paths.iter().any(|p| p.is_empty()) {
-        return Err(usage::usage(anyhow::anyhow!(
+        return Err(error::usage(anyhow::anyhow!(
             "compare {text:?}: an empty file name between commas; give FILE or FILE,FILE,... with no empty part"
         )));
     }
     let side: Vec<RunFile> = paths.iter().map(|path| load(path)).collect::<Result<_>>()?;
     let Some(first) = side.first() else {
-        return Err(usage::usage(anyhow::anyhow!("compare {text:?}: no file named; give FILE or FILE,FILE,...")));
+        return Err(error::usage(anyhow::anyhow!("compare {text:?}: no file named; give FILE or FILE,FILE,...")));
     };
     for (index, other) in side.iter().enumerate().skip(1) {
         settings_agree(first, other, force)?;
         if let Some(twice) =
             side[..index].iter().find(|earlier| earlier.run_id.is_some() && earlier.run_id == other.run_id)
         {
-            return Err(usage::usage(anyhow::anyhow!(
+            return Err(error::usage(anyhow::anyhow!(
                 "{} and {} hold the same run: a side's runs are counted as other runs; give each once",
                 twice.name,
                 other.name
@@ -417,7 +309,7 @@ fn load_side(text: &str, force: bool) -> Result<Vec<RunFile>> {
     Ok(side)
 }
 
-pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) -> Result<ExitCode> {
+pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) -> Result<Outcome> {
     let base = load_side(base, force)?;
     let mut changes = Vec::new();
     let mut levels = Vec::new();
@@ -429,7 +321,7 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
         if base.len() > 1 || side.len() > 1 {
             for new_run in &side {
                 if let Some(twice) = base.iter().find(|b| b.run_id.is_some() && b.run_id == new_run.run_id) {
-                    return Err(usage::usage(anyhow::anyhow!(
+                    return Err(error::usage(anyhow::anyhow!(
                         "{} and {} hold the same run, one on each side, where it would count for both and pull every change toward zero: give each run to one side (a file against itself alone is allowed, as a check of the file, and warned of)",
                         twice.name,
                         new_run.name
@@ -454,7 +346,7 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
     // Files of other workloads (or modes, task counts, placements) are the user's pairing,
     // as files of other settings are.
     if changes.is_empty() {
-        return Err(usage::usage(anyhow::anyhow!(
+        return Err(error::usage(anyhow::anyhow!(
             "no rows match between the files (workload, mode, tasks and placement must agree)"
         )));
     }
@@ -469,10 +361,10 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
         export::Format::Markdown => {}
         export::Format::Csv => levels.iter().for_each(|line| say!("faultscale: {line}")),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Outcome::Clean)
 }
 
-pub fn plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<ExitCode> {
+pub fn plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<Outcome> {
     let run = load(file)?;
     if run.duplicates > 0 {
         say!("faultscale: warning: {}", results::duplicates_note(&run));
@@ -486,9 +378,9 @@ pub fn plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<Exit
     }
     // -o follows the rules of every output: a read-only file, a directory or a FIFO without a
     // reader refused before drawing, the chart written whole or not at all.
-    let format = export::plot::format_of(Path::new(output)).map_err(usage::usage)?;
-    let sink = Sink::open("-o", &OutputPath::File(output.into())).map_err(usage::usage)?;
-    sink.refuse_input("the file being drawn", Path::new(file)).map_err(usage::usage)?;
+    let format = export::plot::format_of(Path::new(output)).map_err(error::usage)?;
+    let sink = Sink::open("-o", &OutputPath::File(output.into())).map_err(error::usage)?;
+    sink.refuse_input("the file being drawn", Path::new(file)).map_err(error::usage)?;
     // Drawn first in a directory of its own (made afresh, mode 0700: no link planted in /tmp
     // can redirect it), then copied into the output.
     let private = std::env::temp_dir().join(format!(
@@ -506,5 +398,5 @@ pub fn plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<Exit
     let (drawn, bytes) = (drawn?, bytes.expect("drawn").with_context(|| format!("reading {}", scratch.display()))?);
     sink.write_with(|out| Ok(out.write_all(&bytes)?))?;
     say!("faultscale: wrote {output} ({drawn:?} chart)");
-    Ok(ExitCode::SUCCESS)
+    Ok(Outcome::Clean)
 }

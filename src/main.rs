@@ -27,6 +27,7 @@ mod cgroup;
 mod cli;
 mod commands;
 mod compare;
+mod error;
 mod export;
 mod measure;
 mod options;
@@ -39,7 +40,6 @@ mod session;
 mod sink;
 mod stats;
 mod text;
-mod usage;
 mod workload;
 
 use std::process::ExitCode;
@@ -47,6 +47,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cli::{Cli, Command};
+use commands::Outcome;
+use error::Error;
 use options::RunOptions;
 
 fn main() -> ExitCode {
@@ -70,7 +72,7 @@ fn main() -> ExitCode {
         None => match cli.run.check_args {
             Some(cpus) => commands::check_args(&cli.run, cpus),
             None => run::cpus::allowed().and_then(|allowed| {
-                let options = RunOptions::from_args(&cli.run, &allowed).map_err(usage::usage)?;
+                let options = RunOptions::from_args(&cli.run, &allowed).map_err(error::usage)?;
                 commands::main_job(&options, &allowed)
             }),
         },
@@ -82,7 +84,7 @@ fn main() -> ExitCode {
             // Generated whole first: clap_complete panics on a failed write.
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "faultscale", &mut script);
-            write_stdout(&script, "the completions")
+            write_stdout(&script, "the completions").map(|_| Outcome::Clean)
         }
         Some(Command::Man) => {
             let mut page = Vec::new();
@@ -90,6 +92,7 @@ fn main() -> ExitCode {
                 .render(&mut page)
                 .map_err(anyhow::Error::from)
                 .and_then(|_| write_stdout(&page, "the man page"))
+                .map(|_| Outcome::Clean)
         }
         Some(Command::Cleanup { dry_run, cgroup_version, base, tmpdir }) => {
             commands::cleanup(dry_run, cgroup_version.into(), &base, tmpdir.as_deref())
@@ -100,23 +103,46 @@ fn main() -> ExitCode {
         (result, _) => result,
     };
     match result {
-        Ok(code) => code,
-        Err(e) => {
-            if let Some(run::Interrupted(signal)) = e.downcast_ref::<run::Interrupted>() {
-                say!("faultscale: {}; workers stopped, cgroups removed", run::Interrupted(*signal));
-                return ExitCode::from(128 + *signal as u8);
-            }
-            // `faultscale man | head`: a closed pipe is the reader's choice, not an error.
-            if e.chain().any(|cause| {
-                cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            }) {
-                return ExitCode::SUCCESS;
-            }
-            // One line: the context chain joined, as ripgrep does.
-            say!("faultscale: error: {e:#}");
-            if usage::is_usage(&e) { ExitCode::from(2) } else { ExitCode::FAILURE }
-        }
+        Ok(outcome) => exit_code_of(outcome),
+        Err(e) => said_with_exit_code(&e),
     }
+}
+
+/// The one place exit codes are chosen, for a subcommand that ran to its end: 0 when all was
+/// done, 1 when a part failed (each said), 128+N after stop signal N.
+fn exit_code_of(outcome: Outcome) -> ExitCode {
+    match outcome {
+        Outcome::Clean => ExitCode::SUCCESS,
+        Outcome::Incomplete => ExitCode::FAILURE,
+        Outcome::Stopped { signal } => stopped_by(signal),
+    }
+}
+
+/// `error` said on stderr, and its exit code: 2 for the user's input, 128+N for stop signal
+/// N, 1 for anything else.
+fn said_with_exit_code(error: &anyhow::Error) -> ExitCode {
+    let kind = error::of(error);
+    if let Some(&Error::Interrupted(signal)) = kind {
+        say!("faultscale: {}; workers stopped, cgroups removed", Error::Interrupted(signal));
+        return stopped_by(signal);
+    }
+    // `faultscale man | head`: a closed pipe is the reader's choice, not an error.
+    if error.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    }) {
+        return ExitCode::SUCCESS;
+    }
+    // One line: the context chain joined, as ripgrep does.
+    say!("faultscale: error: {error:#}");
+    match kind {
+        Some(Error::Usage(_)) => ExitCode::from(2),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// What a shell expects of a process a signal ended: 128 + the signal.
+fn stopped_by(signal: i32) -> ExitCode {
+    ExitCode::from(128 + signal as u8)
 }
 
 /// What `cli` prints on standard output, if anything: a closed one would lose it unseen (Rust
@@ -137,14 +163,13 @@ fn stdout_reader(cli: &Cli) -> Option<&'static str> {
 }
 
 /// `bytes` on stdout, or an error naming `what` could not be written.
-fn write_stdout(bytes: &[u8], what: &str) -> anyhow::Result<ExitCode> {
+fn write_stdout(bytes: &[u8], what: &str) -> anyhow::Result<()> {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(bytes)
         .and_then(|_| stdout.flush())
-        .map_err(|e| anyhow::Error::from(e).context(format!("writing {what} to standard output")))?;
-    Ok(ExitCode::SUCCESS)
+        .map_err(|e| anyhow::Error::from(e).context(format!("writing {what} to standard output")))
 }
 
 /// clap's usage errors span several lines; the message, the valid values and a hint fit on one.

@@ -214,19 +214,6 @@ pub struct LevelFigure {
     pub high: Option<f64>,
 }
 
-/// A file whose rows disagree on a setting or a machine fact: two runs in one file, which no
-/// figure of `compare` or `plot` may mix. The user's input (exit 2), not a failure.
-#[derive(Debug)]
-pub struct Mixed(String);
-
-impl std::fmt::Display for Mixed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Mixed {}
-
 /// What `compare` and `plot` say of a file's repeated rows.
 pub fn duplicates_note(file: &RunFile) -> String {
     format!(
@@ -235,9 +222,10 @@ pub fn duplicates_note(file: &RunFile) -> String {
     )
 }
 
-/// Whether `error` is a file mixing runs of other settings or machines.
-pub fn is_mixed(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| cause.is::<Mixed>())
+/// A file whose rows disagree on a setting or a machine fact: two runs in one file, which no
+/// figure of `compare` or `plot` may mix. The user's input (exit 2), not a failure.
+fn mixed(message: String) -> anyhow::Error {
+    anyhow::Error::new(crate::error::Error::Usage(message))
 }
 
 /// Far beyond any run's file (a 10,000-round sweep with --per-cpu is a few MiB).
@@ -490,10 +478,10 @@ impl RunFile {
             let record = record.with_context(|| format!("{name}: row {}", line + 2))?;
             // Its "cpu" cell is not empty, so it would pass for a --per-cpu row.
             if ["workload", "faults_per_sec"].iter().all(|column| record.iter().any(|cell| cell == *column)) {
-                return Err(anyhow::Error::new(Mixed(format!(
+                return Err(mixed(format!(
                     "{name}: row {} repeats the header: two files joined into one; give each run its own file",
                     line + 2
-                ))));
+                )));
             }
             if record.len() != columns.headers.len() {
                 bail!(
@@ -663,10 +651,10 @@ impl RunFile {
         for (setting, value) in row.settings().into_iter().filter(|(setting, _)| columns.has(setting)) {
             match settings.get(setting) {
                 Some(first) if *first != value => {
-                    return Err(anyhow::Error::new(Mixed(format!(
+                    return Err(mixed(format!(
                         "{name}: {place}: {setting} {value:?} where the earlier rows of {} have {first:?}: the file mixes runs of other settings; give each run its own file",
                         k.label()
-                    ))));
+                    )));
                 }
                 Some(_) => {}
                 None => drop(settings.insert(setting, value)),
@@ -676,9 +664,9 @@ impl RunFile {
             let value = fact_text(value);
             match self.facts.get(fact) {
                 Some(first) if *first != value => {
-                    return Err(anyhow::Error::new(Mixed(format!(
+                    return Err(mixed(format!(
                         "{name}: {place}: {fact} {value:?} where the earlier rows have {first:?}: the file mixes runs of other machines or setups; give each run its own file"
-                    ))));
+                    )));
                 }
                 Some(_) => {}
                 None => drop(self.facts.insert(fact, value)),
@@ -693,9 +681,9 @@ impl RunFile {
     fn check_one_run(&mut self, columns: &Columns, place: &str, row: &Row) -> Result<()> {
         let name = &self.name;
         let two_runs = |column: &str, value: String, first: &str| {
-            Err(anyhow::Error::new(Mixed(format!(
+            Err(mixed(format!(
                 "{name}: {place}: {column} {value:?} where the earlier rows have {first:?}: the file holds two runs; give each run its own file"
-            ))))
+            )))
         };
         if columns.has("run_id") {
             let run_id = fact_text(&row.run_id);
@@ -726,10 +714,10 @@ impl RunFile {
             );
         };
         match &self.state {
-            Some(first) if *first != state => Err(anyhow::Error::new(Mixed(format!(
+            Some(first) if *first != state => Err(mixed(format!(
                 "{name}: {place}: run_state {word:?} where the earlier rows have {:?}: the file holds two runs; give each run its own file",
                 first
-            )))),
+            ))),
             Some(_) => Ok(()),
             None => {
                 self.state = Some(state);
@@ -745,9 +733,9 @@ impl RunFile {
                 // `cat a.json b.json`: two whole documents, two runs, as a header again in a CSV.
                 let mut documents = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
                 if let (Some(Ok(_)), Some(Ok(_))) = (documents.next(), documents.next()) {
-                    return Err(anyhow::Error::new(Mixed(format!(
+                    return Err(mixed(format!(
                         "{name}: a second JSON document follows the first: the file holds two runs; give each run its own file"
-                    ))));
+                    )));
                 }
                 if e.to_string().starts_with("recursion limit exceeded") {
                     bail!("{name}: not a faultscale --json file: nested deeper than any faultscale document ({e})");
@@ -817,7 +805,7 @@ impl RunFile {
             return Ok(());
         }
         let reason = match (&document["signal"], &document["reason"]) {
-            (signal, _) if signal.is_i64() => crate::run::signal_name(signal.as_i64().unwrap_or(0) as i32),
+            (signal, _) if signal.is_i64() => crate::text::signal_name(signal.as_i64().unwrap_or(0) as i32),
             (_, reason) => reason.as_str().unwrap_or("").to_string(),
         };
         let word = state.as_str().unwrap_or("");
@@ -924,6 +912,11 @@ impl RunFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether `error` is a file mixing runs, marked as the user's input.
+    fn is_mixed(error: &anyhow::Error) -> bool {
+        matches!(crate::error::of(error), Some(crate::error::Error::Usage(_)))
+    }
 
     #[test]
     fn non_finite_negative_and_impossible_figures_are_refused() {

@@ -10,11 +10,12 @@ use anyhow::Result;
 
 use crate::cgroup::tree::LeafSpec;
 use crate::cgroup::{self, BaseSpec, Detected, Hierarchy, Leaf, Tree};
+use crate::error;
 use crate::measure::procfs::others_named;
 use crate::plan::{Plan, cpus_for_tasks, order, sibling_of};
 use crate::report::{Environment, Failure, Measurement, Report, RunId, Warning};
 use crate::run::files::RunFiles;
-use crate::run::{self, Interrupted, Progress, RealSlicer, RunSpec, SliceSpec, Slicer, WorkerDied};
+use crate::run::{self, Progress, RealSlicer, RunSpec, SliceSpec, Slicer, WorkerDied};
 use crate::workload::{self, WorkloadKind};
 
 /// Runs the plan in the memory hierarchy of `detected`. `checkpoint` sees the report after
@@ -292,7 +293,7 @@ fn measure_all(
                 checkpoint(report);
             }
             Err(e) => {
-                if let Some(&Interrupted(signal)) = e.downcast_ref::<Interrupted>() {
+                if let Some(signal) = error::interrupted(&e) {
                     // The round cut short keeps its slices, flagged: no pair of it is whole.
                     for m in report.measurements.iter_mut().filter(|m| m.round == round && m.tasks == tasks) {
                         m.round_complete = false;
@@ -361,7 +362,7 @@ fn set_up_all(
         let made = slicer.set_up(&spec, &mut |notice| notices.push(notice));
         note_notices(report, notices);
         if let Err(e) = made
-            && let Some(&Interrupted(signal)) = e.downcast_ref::<Interrupted>()
+            && let Some(signal) = error::interrupted(&e)
         {
             return Err(signal);
         }

@@ -368,7 +368,7 @@ impl Write for Interruptible {
             // Checked before every write too: a signal that lands after part of a write has
             // gone through returns that part, not EINTR, and the next write would block again.
             if self.stopped.is_none() && signals::delivered() != self.signals_before {
-                let signal = signals::latest().map(crate::run::signal_name).unwrap_or("a signal".into());
+                let signal = signals::latest().map(crate::text::signal_name).unwrap_or("a signal".into());
                 self.stopped = Some(format!("stopped by {signal} while writing; what the reader got is incomplete"));
             }
             if let Some(why) = &self.stopped {

@@ -1,5 +1,5 @@
 //! Small pure helpers every layer shares: numbers with thousands separators, seconds, byte
-//! sizes, kernel-style CPU lists, UTC dates, and one-line kernel files.
+//! sizes, kernel-style CPU lists, UTC dates, signal names, and one-line kernel files.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -150,6 +150,12 @@ pub fn iso8601_utc(time: SystemTime) -> String {
     let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
     let of_day = seconds.rem_euclid(86_400);
     format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", of_day / 3600, of_day % 3600 / 60, of_day % 60)
+}
+
+/// A signal as messages name it: `SIGINT`, or `signal 64` for one nix has no name for.
+pub fn signal_name(signal: i32) -> String {
+    use nix::sys::signal::Signal;
+    Signal::try_from(signal).map(|s| s.as_str().to_string()).unwrap_or_else(|_| format!("signal {signal}"))
 }
 
 /// A one-line kernel file (sysfs, procfs) trimmed, or `missing` when it cannot be read.

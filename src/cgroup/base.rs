@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 
 use super::fs as cgfs;
 use super::{Hierarchy, Version};
-use crate::usage;
+use crate::error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VersionChoice {
@@ -51,7 +51,7 @@ impl BaseSpec {
 /// after resolving symlinks, no `..`, a directory holding cgroup.procs. Every error is the
 /// user's `--base` naming no usable cgroup: a usage error.
 pub fn resolve_base(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
-    resolve(hierarchy, spec).map_err(usage::usage)
+    resolve(hierarchy, spec).map_err(error::usage)
 }
 
 fn resolve(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
@@ -260,7 +260,7 @@ pub fn refuse_read_only(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<()> {
     };
     match resolve_base(hierarchy, spec) {
         Ok(base) if read_only(&base) => {
-            Err(usage::usage(anyhow::anyhow!("--base {label}: {}", BaseProblem::ReadOnly(base))))
+            Err(error::usage(anyhow::anyhow!("--base {label}: {}", BaseProblem::ReadOnly(base))))
         }
         _ => Ok(()),
     }

@@ -279,12 +279,12 @@ impl Detected {
                 let hint =
                     if self.v1_memory.is_some() { "; memory is on v1 here, use --cgroup-version v1" } else { "" };
                 // A version this machine does not offer is the user's choice: exit 2.
-                Err(crate::usage::usage(anyhow::anyhow!("--cgroup-version v2: {}{hint}", v2_without_memory())))
+                Err(crate::error::usage(anyhow::anyhow!("--cgroup-version v2: {}{hint}", v2_without_memory())))
             }
             VersionChoice::V1 => self.v1_memory.clone().ok_or_else(|| {
                 let hint =
                     if self.v2_has_memory() { "; memory is on cgroup2 here, use --cgroup-version v2" } else { "" };
-                crate::usage::usage(anyhow::anyhow!(
+                crate::error::usage(anyhow::anyhow!(
                     "--cgroup-version v1: no v1 hierarchy has the memory controller mounted{hint}"
                 ))
             }),

@@ -21,7 +21,7 @@ use super::fs::{self as cgfs, remove_cgroup_dir};
 use super::knobs::{Knob, writes_for};
 use super::lock;
 use super::{Hierarchy, Version};
-use crate::usage;
+use crate::error;
 
 /// What one placement needs built: a label for its directory name and notes, where it came
 /// from (for errors), and its knobs per level below the base (`levels.len()` is its depth; no
@@ -148,7 +148,7 @@ impl Tree {
     pub fn build_instances(&mut self, placements: &[LeafSpec], instances: u32) -> Result<Vec<Vec<Leaf>>> {
         for (i, a) in placements.iter().enumerate() {
             if let Some(b) = placements[i + 1..].iter().find(|b| dir_label(b.label) == dir_label(a.label)) {
-                return Err(usage::usage(anyhow!(
+                return Err(error::usage(anyhow!(
                     "--cgroup: {} and {} would share the directory name ...-{}; list one of them, or rename the profile",
                     a.origin,
                     b.origin,
@@ -159,7 +159,7 @@ impl Tree {
         for placement in placements {
             for (index, level) in placement.levels.iter().enumerate() {
                 writes_for(level, self.hierarchy.version)
-                    .map_err(|e| usage::usage(anyhow!("--cgroup {}: level {}: {e}", placement.origin, index + 1)))?;
+                    .map_err(|e| error::usage(anyhow!("--cgroup {}: level {}: {e}", placement.origin, index + 1)))?;
             }
         }
         if self.hierarchy.version == Version::V2 {
@@ -177,7 +177,7 @@ impl Tree {
     /// faultscale itself, which moves into a leaf so the base can give memory to children.
     fn prepare_v2_base(&mut self) -> Result<()> {
         if !memory_available(&self.base)? {
-            return Err(usage::usage(anyhow!(
+            return Err(error::usage(anyhow!(
                 "--base {}: the memory controller is not enabled here (its parent's cgroup.subtree_control lacks memory); enable it there or pick another base",
                 self.base.display()
             )));
@@ -188,7 +188,7 @@ impl Tree {
         let others = foreign_processes(&self.base)?;
         if others > 0 {
             // The user's --base choice cannot work here: a usage error (exit 2), like any other.
-            return Err(usage::usage(anyhow!(
+            return Err(error::usage(anyhow!(
                 "--base {}: holds {others} process(es) faultscale did not start, and cgroup v2 lets a cgroup hold processes or memory-using children, not both (no-internal-processes rule); use --base new (a cgroup of faultscale's own), or run it in a delegated scope: systemd-run --scope -p Delegate=yes faultscale --base self ...",
                 self.base.display()
             )));

@@ -1,6 +1,7 @@
-//! Output formats, one a file (where they go is `src/sink.rs`, beside this module). The files a run
-//! writes are the `EXPORTERS` list: the command line, its checks, the checkpoints and the
-//! final write iterate it, so a new format is one file and one entry.
+//! Output formats, one a file, and the life of the files a run writes (`outputs.rs`: opened,
+//! checkpointed, written whole, each through a `src/sink.rs` sink). The files a run writes are
+//! the `EXPORTERS` list: the command line, its checks, the checkpoints and the final write
+//! iterate it, so a new format is one file and one entry.
 
 pub mod comparison;
 pub mod csv;
@@ -9,6 +10,7 @@ pub mod flamegraph;
 mod golden;
 pub mod json;
 pub mod markdown;
+pub mod outputs;
 pub mod plot;
 mod resolution;
 pub mod table;

@@ -229,7 +229,7 @@ impl RunState {
     /// Why a run stopped or failed (`SIGTERM`, the first failure), for the CSV; else empty.
     pub fn reason(&self) -> String {
         match self {
-            RunState::Stopped { signal } => crate::run::signal_name(*signal),
+            RunState::Stopped { signal } => crate::text::signal_name(*signal),
             RunState::Failed { reason } => reason.clone(),
             RunState::Running | RunState::Complete => String::new(),
         }

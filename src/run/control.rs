@@ -9,7 +9,7 @@ use nix::sys::signal::Signal;
 
 use super::slots::{STATE_FAILED, STATE_READY, Slots};
 use super::workers::Workers;
-use super::{Interrupted, WorkerDied, signals};
+use super::{WorkerDied, signals};
 use crate::measure::clock::{monotonic_ns, sleep_until};
 use crate::measure::procfs::process_stat;
 
@@ -18,7 +18,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
 pub fn check_interrupt() -> Result<()> {
     match signals::received() {
-        Some(signal) => Err(Interrupted(signal).into()),
+        Some(signal) => Err(crate::error::Error::Interrupted(signal).into()),
         None => Ok(()),
     }
 }

@@ -18,8 +18,6 @@ pub mod topology;
 mod worker;
 mod workers;
 
-use nix::sys::signal::Signal;
-
 use crate::cgroup::{Hierarchy, Leaf};
 
 pub use result::{SliceResult, Sample, WorkerResult};
@@ -144,18 +142,6 @@ pub enum Notice {
     PerfUnavailable(String),
 }
 
-/// A stop signal reached the harness; the caller cleans up and exits 128+signal.
-#[derive(Debug)]
-pub struct Interrupted(pub i32);
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "interrupted by {}", signal_name(self.0))
-    }
-}
-
-impl std::error::Error for Interrupted {}
-
 /// A worker died during the measured part; the run goes on with the other placements.
 #[derive(Debug)]
 pub struct WorkerDied {
@@ -212,8 +198,4 @@ pub fn require_root(what: &str, why: &str) -> anyhow::Result<()> {
         anyhow::bail!("{what} needs root {why}");
     }
     Ok(())
-}
-
-pub fn signal_name(signal: i32) -> String {
-    Signal::try_from(signal).map(|s| s.as_str().to_string()).unwrap_or_else(|_| format!("signal {signal}"))
 }

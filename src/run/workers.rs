@@ -11,7 +11,8 @@ use nix::unistd::{ForkResult, Pid, fork, getpid, setpgid};
 
 use super::slots::Slots;
 use super::worker::{self, WorkerPlan};
-use super::{Mode, WorkerDied, signal_name};
+use super::{Mode, WorkerDied};
+use crate::text::signal_name;
 use crate::workload::WorkloadSettings;
 
 pub struct Workers {

@@ -110,7 +110,7 @@ impl Slicer for FakeSlicer {
                 Err(WorkerDied::because(why.into()).into())
             }
             Some(Answer::Bus(why)) => Err(WorkerDied { why: why.into(), signal: Some(libc::SIGBUS) }.into()),
-            Some(Answer::Interrupted(signal)) => Err(Interrupted(signal).into()),
+            Some(Answer::Interrupted(signal)) => Err(error::Error::Interrupted(signal).into()),
             Some(Answer::Empty) => Ok(run_of(&slice.cpus, 0.0, SLICE_NS)),
             Some(Answer::Times { on_cpu, wait }) => {
                 let mut run = run_of(&slice.cpus, rate, SLICE_NS);

@@ -1,0 +1,145 @@
+//! The files a run writes, over their life: resolved and opened before anything is measured
+//! (each through a `Sink`, clashes refused), rewritten after slices as checkpoints, written
+//! whole at the end with the `--profile-dir` flame graphs. Each file is one of the
+//! `EXPORTERS`, told the report and the `Settings`, never the options.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::{Exporter, Settings, flamegraph};
+use crate::error;
+use crate::plan::Plan;
+use crate::report::Report;
+use crate::sink::{self, OutputPath, Sink};
+
+/// One file a run writes, in its format.
+struct Output {
+    format: &'static dyn Exporter,
+    sink: Sink,
+    /// A checkpoint put slices in it, so the final write must replace them even when a stop
+    /// signal left no round complete.
+    checkpointed: bool,
+}
+
+/// The files a run writes: opened before it starts, rewritten after every slice, written whole
+/// at the end.
+pub struct Outputs {
+    files: Vec<Output>,
+    settings: Settings,
+    profile_dir: Option<PathBuf>,
+    /// The lock that marks --profile-dir as this run's (`claim_directory`), held to the end.
+    _profile_claim: Option<std::fs::File>,
+    checkpoint_failed: bool,
+    /// When the last checkpoint was written and how long it took: checkpoints are spaced so
+    /// that writing them costs at most 1/CHECKPOINT_SHARE of the run (a file rewritten after
+    /// each of a thousand 0.1 s slices took longer than the slices: 83 s for 30 s measured).
+    last_checkpoint: Option<(std::time::Instant, std::time::Duration)>,
+}
+
+/// Checkpoints come at most every 2 s, and at most one part in this of the run's time goes
+/// to writing them.
+const CHECKPOINT_SHARE: u32 = 100;
+
+impl Outputs {
+    /// Each of `outputs` resolved and opened, every clash refused as the user's input (an
+    /// output that is a `--cgroup` profile, a `--profile-dir` flame graph or another output),
+    /// and `--profile-dir` claimed: before anything is created, so a bad path costs nothing.
+    pub fn open(outputs: &[(&'static dyn Exporter, OutputPath)], plan: &Plan, settings: Settings) -> Result<Self> {
+        let mut files = Vec::new();
+        for (format, path) in outputs {
+            let sink = Sink::open(&format!("--{}", format.option()), path).map_err(error::usage)?;
+            for profile in plan.placements.iter().filter_map(|p| p.profile.as_deref()) {
+                sink.refuse_input(&format!("the --cgroup profile {profile}"), Path::new(profile))
+                    .map_err(error::usage)?;
+            }
+            refuse_profile_files(plan, &sink).map_err(error::usage)?;
+            files.push(Output { format: *format, sink, checkpointed: false });
+        }
+        Sink::check_distinct(&mut files.iter_mut().map(|f| &mut f.sink).collect::<Vec<_>>()).map_err(error::usage)?;
+        Ok(Outputs {
+            files,
+            settings,
+            profile_dir: plan.profile_dir.clone(),
+            _profile_claim: match &plan.profile_dir {
+                Some(dir) => sink::claim_directory(dir)
+                    .map_err(|e| error::usage(anyhow::anyhow!("--profile-dir {}: {e}", dir.display())))?,
+                None => None,
+            },
+            checkpoint_failed: false,
+            last_checkpoint: None,
+        })
+    }
+
+    /// Whether any output file was asked for.
+    pub fn any(&self) -> bool {
+        !self.files.is_empty()
+    }
+
+    /// Whether an output writes to standard output (`-`, /dev/stdout, the same terminal).
+    pub fn share_stdout(&self) -> bool {
+        self.files.iter().any(|f| f.sink.shares_stdout())
+    }
+
+    /// Every file rewritten with the report so far; a file that cannot be is written at the end.
+    pub fn checkpoint(&mut self, report: &Report) {
+        let now = std::time::Instant::now();
+        if let Some((at, took)) = self.last_checkpoint
+            && now.duration_since(at) < (took * CHECKPOINT_SHARE).max(std::time::Duration::from_secs(2))
+        {
+            return;
+        }
+        let settings = self.settings;
+        let mut errors = Vec::new();
+        for file in &mut self.files {
+            match file.sink.checkpoint(|out| file.format.write(out, report, &settings)) {
+                Ok(()) => file.checkpointed = true,
+                Err(e) => errors.push(e),
+            }
+        }
+        self.last_checkpoint = Some((std::time::Instant::now(), now.elapsed()));
+        for error in errors {
+            if !self.checkpoint_failed {
+                say!("faultscale: warning: {error:#}; the files are written at the end instead");
+            }
+            self.checkpoint_failed = true;
+        }
+    }
+
+    /// The final files and flame graphs; false when one could not be written (each said).
+    /// A file is written when there are measurements, or when a checkpoint put slices in it
+    /// that a stop signal voided: then it holds what the report holds, none of them.
+    pub fn write(self, report: &Report) -> bool {
+        let mut all_written = true;
+        for file in self.files {
+            if (!report.measurements.is_empty() || file.checkpointed)
+                && let Err(e) = file.sink.write_with(|out| file.format.write(out, report, &self.settings))
+            {
+                say!("faultscale: error: {e:#}");
+                all_written = false;
+            }
+        }
+        if let Some(dir) = &self.profile_dir
+            && !report.measurements.is_empty()
+        {
+            match flamegraph::write(dir, report) {
+                Ok(written) => say!("faultscale: wrote {} profile files in {}", written.len(), dir.display()),
+                Err(e) => {
+                    say!("faultscale: error: {e:#}");
+                    all_written = false;
+                }
+            }
+        }
+        all_written
+    }
+}
+
+/// Refuses an output that is one of the flame-graph files --profile-dir will get: the graph
+/// written at the end would replace it.
+fn refuse_profile_files(plan: &Plan, sink: &Sink) -> Result<()> {
+    let Some(dir) = &plan.profile_dir else { return Ok(()) };
+    for name in flamegraph::file_names(plan) {
+        sink.refuse_place(&format!("--profile-dir {} (its {name})", dir.display()), &dir.join(&name))?;
+    }
+    Ok(())
+}
