@@ -340,6 +340,6 @@ pub enum KernelCount {
     /// perf software counters (page-faults with kernel faults included, task-clock, context
     /// switches, CPU migrations), as `perf stat` counts them. Each fault also pays for the
     /// perf event: 7.5% of the anon fault rate on the development machine, which pulls
-    /// root/child ratios toward 100%.
+    /// baseline/child ratios toward 100%.
     Perf,
 }

@@ -191,9 +191,6 @@ fn rates(file: &RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>> {
 fn overheads(file: &RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>> {
     &file.overheads
 }
-fn throughputs(file: &RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>> {
-    &file.throughputs
-}
 fn memcg_ns(file: &RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>> {
     &file.memcg_ns
 }
@@ -218,12 +215,13 @@ pub fn compare(base: &Side, new: &Side) -> Vec<Change> {
         let (Some(b_cv), Some(n_cv)) = (summarize(&slices(base)), summarize(&slices(new))) else {
             continue;
         };
-        // The overhead from the cost on CPU where every file has it; else all from throughput,
-        // so a file from before on-CPU times is compared like with like.
+        // The overhead is the cost on CPU, so it is known only where every file has on-CPU
+        // times; else it is unknown (`differences` says which file lacks them), never a
+        // throughput ratio put in its place.
         let from_cpu = base.iter().chain(new).all(|file| !file.without_cpu_cost.contains(key));
-        let ratios = if from_cpu { overheads } else { throughputs };
-        let overhead_mean = |side: &Side| side_mean(side, ratios, key, true).map(|m| 100.0 * m);
-        let change = side_change(side_estimate(base, ratios, key, true), side_estimate(new, ratios, key, true), true);
+        let overhead_mean = |side: &Side| side_mean(side, overheads, key, true).filter(|_| from_cpu).map(|m| 100.0 * m);
+        let estimate = |side: &Side| side_estimate(side, overheads, key, true).filter(|_| from_cpu);
+        let change = side_change(estimate(base), estimate(new), true);
         // A rate carries the machine's speed, which drifts between runs beyond what one run's
         // instances show (the baseline's rate scattered 2.3x its stated error from run to run
         // on the development VM, quiet and bursty alike; a ratio within a run cancels it):
@@ -306,10 +304,10 @@ fn other_measures(base: &RunFile, new: &RunFile) -> Vec<String> {
     if let (Some(base_depth), Some(new_depth)) = (base.base_depth, new.base_depth)
         && base_depth != new_depth
     {
-        let root =
+        let at_true_root =
             if base_depth.min(new_depth) == 0 { " (a baseline at the true root is charged nothing)" } else { "" };
         warnings.push(format!(
-            "{} vs {}: the base sits {base_depth} vs {new_depth} level(s) below the root: a placement of the same name is another number of memcg levels deep{root}, so its overheads measure other things",
+            "{} vs {}: the base sits {base_depth} vs {new_depth} level(s) below the true root: a placement of the same name is another number of memcg levels deep{at_true_root}, so its overheads measure other things",
             base.name, new.name
         ));
     }
@@ -346,12 +344,11 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
     }
     let matched: Vec<&Key> =
         new.rates.keys().filter(|k| base.rates.contains_key(k) && !k.placement.is_baseline()).collect();
-    for (file, other) in [(base, new), (new, base)] {
-        let lacking = |f: &RunFile| matched.iter().any(|k| f.without_cpu_cost.contains(k));
-        if lacking(file) && !lacking(other) {
+    for file in [base, new] {
+        if matched.iter().any(|k| file.without_cpu_cost.contains(k)) {
             warnings.push(format!(
-                "{} has no on-CPU times (written before faultscale read them, or without schedstat): its overheads are compared with {}'s from throughput",
-                file.name, other.name
+                "{} has no on-CPU times (written before faultscale read them, or a worker's could not be read): the overhead is unknown in the rows it lacks them, and so is its change; the rates are compared all the same",
+                file.name
             ));
         }
     }
@@ -518,21 +515,36 @@ mod tests {
     use super::*;
     use crate::results::RunFile;
 
-    const HEADER: &str = "run_id,kernel,host,cgroup_version,workload,mode,tasks,placement,repetition,cpu,faults_per_sec,ratio_vs_root,generation\n";
+    const HEADER: &str = "run_id,kernel,host,cgroup_version,workload,mode,tasks,placement,repetition,cpu,faults_per_sec,overhead_vs_baseline,cpu_ns_per_fault,generation\n";
+    /// A file from before on-CPU times and the overhead column: the rate ratio in its place.
+    const OLD_HEADER: &str = "run_id,kernel,host,cgroup_version,workload,mode,tasks,placement,repetition,cpu,faults_per_sec,ratio_vs_root,generation\n";
 
     /// Each side one run, as a slice.
     fn one(file: &RunFile) -> &Side {
         std::slice::from_ref(file)
     }
 
+    /// A file of `rows` (placement, round, rate, rate over the baseline's), its workers on
+    /// their CPUs the whole slice: the overhead is the inverse of the rate ratio.
     fn csv_file(name: &str, kernel: &str, rows: &[(&str, u32, f64, f64)]) -> RunFile {
         let mut text = HEADER.to_string();
         for (placement, round, rate, ratio) in rows {
+            let overhead = if *placement == "root" { String::new() } else { (1.0 / ratio).to_string() };
             // Each file its own run: the run_id is the file's name; each round its own
             // generation (cgroup instance).
-            text += &format!("{name},{kernel},h,v1,anon,process,2,{placement},{round},,{rate},{ratio},{round}\n");
+            let cost = 2e9 / rate;
+            text +=
+                &format!("{name},{kernel},h,v1,anon,process,2,{placement},{round},,{rate},{overhead},{cost},{round}\n");
             // A per-CPU row that must be ignored.
-            text += &format!("{name},{kernel},h,v1,anon,process,2,{placement},{round},0,1,,{round}\n");
+            text += &format!("{name},{kernel},h,v1,anon,process,2,{placement},{round},0,1,,,{round}\n");
+        }
+        RunFile::from_csv(name.into(), &text).unwrap()
+    }
+
+    fn old_csv_file(name: &str, kernel: &str, rows: &[(&str, u32, f64, f64)]) -> RunFile {
+        let mut text = OLD_HEADER.to_string();
+        for (placement, round, rate, ratio) in rows {
+            text += &format!("{name},{kernel},h,v1,anon,process,2,{placement},{round},,{rate},{ratio},{round}\n");
         }
         RunFile::from_csv(name.into(), &text).unwrap()
     }
@@ -576,7 +588,7 @@ mod tests {
                 ("child", 3, 891.0, 0.9),
             ],
         );
-        // Child 10% slower than before, root unchanged within noise.
+        // Child 10% slower than before, the baseline unchanged within noise.
         let new = csv_file(
             "b.csv",
             "6.2",
@@ -591,22 +603,33 @@ mod tests {
         );
         let changes = compare(one(&base), one(&new));
         assert_eq!(changes.len(), 2);
-        let root = &changes[0];
-        assert_eq!(root.placement, "root");
-        assert!(root.change_pct.abs() < 1.0);
+        let baseline = &changes[0];
+        assert_eq!(baseline.placement, "root");
+        assert!(baseline.change_pct.abs() < 1.0);
         // One run a side: the rates are not tested (the machine's drift between runs is
         // beyond what one run shows), the overhead is.
-        assert_eq!(root.significant, Significance::Untested);
+        assert_eq!(baseline.significant, Significance::Untested);
         let child = &changes[1];
         assert!((child.change_pct - 100.0 * (800.0 - 900.0) / 900.0).abs() < 1e-9);
         assert_eq!(child.significant, Significance::Untested);
         assert!((child.base_overhead_pct.unwrap() - 100.0 / 0.9).abs() < 1e-9);
         assert!((child.new_overhead_pct.unwrap() - 125.0).abs() < 1e-9);
-        // Files from before the overhead column carry the rate ratio; it reads back inverted.
         assert!((child.overhead_change_pct.unwrap() - 100.0 * (1.25 * 0.9 - 1.0)).abs() < 1e-9);
         assert!(child.overhead_change_low_pct.unwrap() > 0.0 && child.overhead_p_holm.unwrap() < 0.05);
         let warnings = differences(&base, &new);
         assert_eq!(warnings, vec!["a.csv vs b.csv: kernel differs (6.1 vs 6.2)".to_string()]);
+        // The same base from before on-CPU times: its rate ratio is no overhead, so the
+        // overhead and its change are unknown, and said so; the rates still compare.
+        let rows: Vec<(&str, u32, f64, f64)> =
+            (1..=3).flat_map(|round| [("root", round, 1000.0, 1.0), ("child", round, 900.0, 0.9)]).collect();
+        let old = old_csv_file("old.csv", "6.1", &rows);
+        let child = compare(one(&old), one(&new)).into_iter().find(|c| c.placement == "child").unwrap();
+        assert_eq!((child.base_overhead_pct, child.new_overhead_pct, child.overhead_change_pct), (None, None, None));
+        assert!((child.change_pct - 100.0 * (800.0 - 900.0) / 900.0).abs() < 1e-9);
+        let said = differences(&old, &new);
+        assert!(said.iter().any(|d| d.starts_with("old.csv has no on-CPU times")), "{said:?}");
+        assert!(said.iter().any(|d| d.contains("the overhead is unknown")), "{said:?}");
+        assert!(!said.iter().any(|d| d.starts_with("b.csv has no on-CPU times")), "{said:?}");
     }
 
     #[test]
@@ -643,7 +666,7 @@ mod tests {
         (base.base_depth, new.base_depth) = (Some(0), Some(3));
         let warnings = differences(&base, &new);
         assert!(
-            warnings.iter().any(|w| w.contains("the base sits 0 vs 3 level(s) below the root")
+            warnings.iter().any(|w| w.contains("the base sits 0 vs 3 level(s) below the true root")
                 && w.contains("a baseline at the true root is charged nothing")),
             "{warnings:?}"
         );

@@ -47,19 +47,20 @@ impl Key {
     }
 }
 
-/// One file's repetitions per key, and what it was run on.
+/// One file's slices per key, and what it was run on.
 #[derive(Debug, Default)]
 pub struct RunFile {
     pub name: String,
     /// Per slice, in the order measured, each with its generation (`Placed::unit`; 1 in files
     /// from before the column) and its place in that order (`Placed::round`).
     pub rates: BTreeMap<Key, Vec<Placed>>,
-    /// The placement's cost per fault over the baseline's, per slice: from the cost on CPU
-    /// where the file has it, else (files from before, or without schedstat) from throughput.
+    /// The placement's overhead_vs_baseline, per slice: its cost per fault on CPU over the
+    /// baseline's. A file without on-CPU times (`without_cpu_cost`) has none, or, from before
+    /// them, the throughput ratio in that column: read, but never compared as the overhead.
     pub overheads: BTreeMap<Key, Vec<Placed>>,
     /// Baseline rate / placement rate, per slice (what `overheads` held before on-CPU times).
     pub throughputs: BTreeMap<Key, Vec<Placed>>,
-    /// Rows whose overhead is not from the cost on CPU (no cpu_ns_per_fault in the row).
+    /// Rows without on-CPU times (no cpu_ns_per_fault in the row): their overhead is unknown.
     pub without_cpu_cost: std::collections::BTreeSet<Key>,
     /// --profile: the memcg family's CPU ns per fault, per slice.
     pub memcg_ns: BTreeMap<Key, Vec<Placed>>,

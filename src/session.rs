@@ -238,10 +238,10 @@ fn schedule(plan: &Plan) -> Vec<Scheduled> {
     slices
 }
 
-/// The interleaved loop over the schedule. Each task count's workers are set up before its
-/// first slice and retired after its last. A slice that fails is recorded and the run goes
-/// on; a stop signal ends it, keeping every slice completed before it (those of the round it
-/// cut short flagged, in no figure).
+/// The interleaved loop over the schedule. Each generation's crews (at each task count) are
+/// set up before its first slice and retired after its last. A slice that fails is recorded
+/// and the run goes on; a stop signal ends it, keeping every slice completed before it (those
+/// of the round it cut short flagged, in no figure).
 fn measure_all(
     report: &mut Report,
     leaves: &[Vec<Leaf>],

@@ -1,7 +1,7 @@
-//! Statistics over repetitions, written by hand: a handful of formulas, each tested against
+//! Statistics over rounds and generations, written by hand: a handful of formulas, each tested against
 //! values computed independently.
 
-/// Summary of a set of measurements (e.g. faults/s over repetitions).
+/// Summary of a set of measurements (e.g. faults/s over rounds).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
     pub n: usize,

@@ -10,20 +10,23 @@ fn faultscale(args: &[&str]) -> std::process::Output {
     Command::new(binary()).args(args).output().unwrap()
 }
 
-/// A faultscale-shaped CSV: three repetitions of root and child per kernel, each measured by a
-/// crew generation (cgroup instance) of its own.
+/// A faultscale-shaped CSV: three repetitions of the baseline (`root`) and child per kernel,
+/// each measured by a crew generation (cgroup instance) of its own, the workers on their CPUs
+/// the whole slice: the overhead (CPU ns per fault over the baseline's) is the inverse of the
+/// rate ratio.
 fn write_run(path: &std::path::Path, kernel: &str, root: [f64; 3], child: [f64; 3]) {
     let mut text = String::from(
-        "run_id,started_at,host,kernel,cgroup_version,workload,mode,tasks,placement,depth,cgroup_path,repetition,sequence,cpu,duration_s,faults,faults_per_sec,ratio_vs_root,generation\n",
+        "run_id,started_at,host,kernel,cgroup_version,workload,mode,tasks,placement,depth,cgroup_path,repetition,sequence,cpu,duration_s,faults,faults_per_sec,overhead_vs_baseline,cpu_ns_per_fault,generation\n",
     );
     // Each file its own run.
     let run_id = path.file_stem().unwrap().to_string_lossy();
     for repetition in 0..3 {
         for (placement, depth, rate) in [("root", 0, root[repetition]), ("child", 1, child[repetition])] {
+            let overhead = if depth == 0 { String::new() } else { (root[repetition] / rate).to_string() };
             text += &format!(
-                "{run_id},t,h,{kernel},v1,anon,process,2,{placement},{depth},/x,{},0,,1.0,{rate},{rate},{},{}\n",
+                "{run_id},t,h,{kernel},v1,anon,process,2,{placement},{depth},/x,{},0,,1.0,{rate},{rate},{overhead},{},{}\n",
                 repetition + 1,
-                rate / root[repetition],
+                2e9 / rate,
                 repetition + 1
             );
         }
@@ -287,19 +290,19 @@ fn the_progress_line_shows_on_a_terminal_only() {
 #[test]
 fn compare_refuses_rows_measured_with_other_settings() {
     let dir = tempfile::tempdir().unwrap();
-    let header = "run_id,workload,mode,tasks,placement,depth,cpu,faults_per_sec,overhead_vs_baseline,chunk_bytes,thp_mode,tmpdir_fs,kernel_count_source,knobs,run_complete,generation\n";
+    let header = "run_id,workload,mode,tasks,placement,depth,cpu,faults_per_sec,overhead_vs_baseline,cpu_ns_per_fault,chunk_bytes,thp_mode,tmpdir_fs,kernel_count_source,knobs,run_complete,generation\n";
     let file = |name: &str, chunk: u64, complete: bool| {
         let path = dir.path().join(name);
         let mut text = String::from(header);
         for slice in 0..3 {
             let wobble = slice as f64;
             text += &format!(
-                "r,anon,process,2,base,0,,{},,{chunk},never,,minflt,,{complete},{}\n",
+                "r,anon,process,2,base,0,,{},,1000,{chunk},never,,minflt,,{complete},{}\n",
                 1000.0 + wobble,
                 slice + 1
             );
             text += &format!(
-                "r,anon,process,2,child,1,,{},{},{chunk},never,,minflt,,{complete},{}\n",
+                "r,anon,process,2,child,1,,{},{},1110,{chunk},never,,minflt,,{complete},{}\n",
                 900.0 + wobble,
                 1.11 + wobble / 100.0,
                 slice + 1

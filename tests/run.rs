@@ -404,14 +404,15 @@ fn siblings_spread_the_workers_over_sibling_cgroups_that_take_turns_on_each_cpu(
     // Against one cgroup at the same depth and task count, slice by slice.
     assert!(stdout.contains("child/siblings:4 overhead (one cgroup vs 4 sibling cgroups"), "{stdout}");
     let versus = &summary["siblings_vs_child"];
-    let child_rate =
-        document["summaries"].as_array().unwrap().iter().find(|s| s["placement"] == "child").unwrap()["faults_per_sec"]
-            ["mean"]
+    let child_cost =
+        document["summaries"].as_array().unwrap().iter().find(|s| s["placement"] == "child").unwrap()
+            ["cpu_ns_per_fault"]
             .as_f64()
             .unwrap();
-    // One slice: the ratio is that slice's child rate over the siblings' rate.
+    // One slice: the ratio is that slice's CPU ns per fault over child's, as every overhead.
     assert_eq!(versus["n"], 1, "{summary}");
-    assert!((versus["mean"].as_f64().unwrap() - child_rate / whole).abs() < 1e-9, "{summary}");
+    let cost = summary["cpu_ns_per_fault"].as_f64().unwrap();
+    assert!((versus["mean"].as_f64().unwrap() - cost / child_cost).abs() < 1e-9, "{summary}");
 }
 
 #[test]

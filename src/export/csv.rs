@@ -1,5 +1,5 @@
 //! Tidy CSV: one observation per row, stable column names, plain numbers (units live in the
-//! column names). The columns are documented in the README.
+//! column names). The columns are documented in docs/output.md.
 
 use std::io::Write;
 
@@ -324,12 +324,13 @@ mod tests {
         }
         assert_eq!(records.len(), 2);
         let cell = |row: usize, name: &str| records[row][headers.iter().position(|h| h == name).unwrap()].clone();
-        assert_eq!(cell(0, "placement"), "root");
+        assert_eq!(cell(0, "placement"), "base");
         assert_eq!(cell(1, "placement"), "child");
         assert_eq!(cell(1, "faults"), "180000");
         assert_eq!(cell(1, "faults_per_sec"), "90000.0");
         assert_eq!(cell(1, "faults_per_sec_per_task"), "45000.0");
-        assert_eq!(cell(1, "overhead_vs_baseline"), "1.111111");
+        assert_eq!(cell(1, "overhead_vs_baseline"), "", "no on-CPU times: the overhead is unknown");
+        assert_eq!(cell(1, "throughput_vs_baseline"), "1.111111", "beside it");
         assert_eq!(cell(0, "overhead_vs_baseline"), "", "the baseline has no overhead over itself");
         assert_eq!(cell(1, "ns_per_fault"), "22222.222222", "2 workers at 90,000 faults/s together");
         assert_eq!(cell(1, "chunk_bytes"), "1048576");

@@ -1,7 +1,7 @@
 //! `faultscale plot FILE -o chart.svg|png`: the three pictures the seeds' threads argue with.
 //! - depth: faults/s per task against nesting depth (memcg charge paths walk every ancestor);
 //! - tasks: faults/s against task count, with the linear line (will-it-scale's view);
-//! - bars: root vs each placement, mean with a +-1 stddev error bar.
+//! - bars: the baseline vs each placement, mean with a +-1 stddev error bar.
 //!
 //! Text is drawn with the DejaVu Sans font embedded in the binary (assets/), so no system font
 //! library is needed on the machine that plots.
@@ -68,8 +68,8 @@ fn series(file: &RunFile, chart: Chart, per_task: bool) -> BTreeMap<String, Vec<
             Chart::Tasks => (format!("{}{}", scope(file, key), key.placement.name()), key.tasks),
             Chart::Depth => {
                 let Some(&depth) = file.depths.get(key.placement.name()) else { continue };
-                // Profiles with knobs are not plain depth steps; the depth line takes root,
-                // child and nested:N only.
+                // Profiles with knobs are not plain depth steps; the depth line takes the
+                // baseline, child and nested:N only.
                 let name = key.placement.name();
                 if !(is_baseline(name) || name == "child" || name.starts_with("nested:")) {
                     continue;
@@ -247,15 +247,20 @@ where
     // One task count: the smallest, so a sweep file still gives a readable bar chart.
     let tasks = file.rates.keys().map(|k| k.tasks).min().ok_or("no rows to plot")?;
     // Each bar is labelled with the one overhead figure: the geometric mean of the per-slice
-    // placement/baseline CPU ns per fault, as the table and the CSV give it.
+    // placement/baseline CPU ns per fault, as the table and the CSV give it; none where the file
+    // has no on-CPU times (an older file's overhead column held the throughput ratio).
     let bars: Vec<(String, f64, f64, Option<f64>)> = file
         .rates
         .iter()
         .filter(|(k, _)| k.tasks == tasks)
         .filter_map(|(k, rates)| {
             let s = summarize(&crate::stats::values(rates))?;
-            let overhead =
-                file.overheads.get(k).and_then(|o| geometric_interval(&crate::stats::values(o))).map(|i| i.mean);
+            let overhead = file
+                .overheads
+                .get(k)
+                .filter(|_| !file.without_cpu_cost.contains(k))
+                .and_then(|o| geometric_interval(&crate::stats::values(o)))
+                .map(|i| i.mean);
             Some((
                 format!("{}{}", scope(file, k), k.placement.name()),
                 s.mean / tasks as f64,

@@ -94,5 +94,44 @@ pub fn level_lines(out: &mut dyn Write, report: &Report) -> Result<()> {
             writeln!(out, "  in the memcg family's functions (--profile): {}", fit(memcg))?;
         }
     }
+    for tasks in report.level_costs_unknown() {
+        let at = match report.plan.task_counts.len() {
+            1 => String::new(),
+            _ => format!(" at {}", crate::text::plural(tasks, "task")),
+        };
+        writeln!(
+            out,
+            "each memcg level's cost{at}: unknown, no on-CPU times (it is fitted over CPU ns per {})",
+            report.unit.singular()
+        )?;
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan::Placement;
+    use crate::report::fixture::synthetic_report;
+
+    #[test]
+    fn a_per_level_cost_without_on_cpu_times_is_said_unknown() {
+        // The fixture's baseline and child, and a nested:4 measured like the child: three plain
+        // depths, none with on-CPU times.
+        let mut report = synthetic_report(&[(100_000.0, 90_000.0), (100_000.0, 90_000.0)]);
+        let nested = Placement::plain("nested:4".into(), 4);
+        report.plan.placements.push(nested.clone());
+        let deep: Vec<_> = report
+            .measurements
+            .iter()
+            .filter(|m| m.placement.depth == 1)
+            .map(|m| crate::report::Measurement { placement: nested.clone(), ..m.clone() })
+            .collect();
+        report.measurements.extend(deep);
+        let mut out = Vec::new();
+        super::level_lines(&mut out, &report).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "each memcg level's cost: unknown, no on-CPU times (it is fitted over CPU ns per fault)\n"
+        );
+    }
 }

@@ -19,7 +19,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     column_header(out, report, &columns)?;
     let summaries = report.summaries();
     failure_lines(out, report, &columns)?;
-    placement_rows(out, &summaries, &columns)?;
+    placement_rows(out, report, &summaries, &columns)?;
     per_cgroup_lines(out, report, &summaries, &columns)?;
     memcg_notes(out, report, &summaries, &columns)?;
     time_notes(out, report, &summaries, &columns)?;
@@ -43,8 +43,8 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
 /// What the lines of one table share: the column widths, whether a task column leads, and how
 /// a cgroup path is shown.
 struct Columns<'a> {
-    /// The base cgroup. Paths below a base other than the root are shown relative to it, the
-    /// base named once above the table.
+    /// The base cgroup. Paths below a base other than the true root are shown relative to it,
+    /// the base named once above the table.
     base: &'a str,
     /// A sweep over several task counts: each row starts with its task count.
     sweep: bool,
@@ -103,7 +103,7 @@ fn title(out: &mut dyn Write, report: &Report, sweep: bool) -> Result<()> {
     };
     writeln!(
         out,
-        "faultscale: {}, {workers}{} on CPUs {}, cgroup {} (memory, {} layout), {} in {} interleaved {}{}{}",
+        "faultscale: {}, {workers}{} on CPUs {}, cgroup {} (memory, {} layout), {} in {} interleaved slice{}{}",
         plan.workload.name(),
         if plan.mode == Mode::Thread { " (threads of one process)" } else { "" },
         env.cpus,
@@ -118,15 +118,14 @@ fn title(out: &mut dyn Write, report: &Report, sweep: bool) -> Result<()> {
             None => format!("{} per placement", seconds(plan.duration)),
         },
         plan.slices,
-        if plan.iterations.is_some() { "run" } else { "slice" },
         if plan.slices == 1 { "" } else { "s" },
         if repeat > 1 { format!(", {repeat} times") } else { String::new() }
     )?;
     Ok(())
 }
 
-/// The lines between the title and the columns: the base cgroup (when not the root), where the
-/// files went, and each knob written with what the kernel read back.
+/// The lines between the title and the columns: the base cgroup (when not the true root),
+/// where the files went, and each knob written with what the kernel read back.
 fn settings_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Result<()> {
     if columns.base != "/" {
         writeln!(out, "base cgroup: {}", columns.base)?;
@@ -200,7 +199,12 @@ fn failure_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Res
 
 /// The table's rows: a placement's rate, per CPU (or task), cost per fault with its relative
 /// standard error over the slices, and overhead.
-fn placement_rows(out: &mut dyn Write, summaries: &[PlacementSummary], columns: &Columns) -> Result<()> {
+fn placement_rows(
+    out: &mut dyn Write,
+    report: &Report,
+    summaries: &[PlacementSummary],
+    columns: &Columns,
+) -> Result<()> {
     let (name_width, path_width, ns_width) = (columns.name_width, columns.path_width, columns.ns_width());
     for summary in summaries {
         let rate = summary.faults_per_sec;
@@ -214,10 +218,12 @@ fn placement_rows(out: &mut dyn Write, summaries: &[PlacementSummary], columns: 
         };
         let error = spread.and_then(|s| s.measured(s.rse_pct)).map_or_else(|| "-".into(), |rse| format!("{rse:.1}%"));
         // The one overhead estimator: the geometric mean over rounds of the placement/baseline
-        // CPU ns per fault, the same number as the overhead line below and the CSV's.
+        // CPU ns per fault, the same number as the overhead line below and the CSV's. Without
+        // on-CPU times it is unknown, and the overhead line says why.
         let overhead = match (summary.placement.is_baseline(), summary.overhead_vs_baseline) {
             (true, _) => "100%".to_string(),
             (false, Some(interval)) => overhead_text(&interval),
+            (false, None) if report.overhead_unknown(summary.placement, summary.tasks).0 > 0 => "unknown".into(),
             (false, None) => "-".into(),
         };
         writeln!(
@@ -338,10 +344,31 @@ fn overran_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Res
 }
 
 /// The seed's line per placement: the overhead (placement/baseline CPU ns per fault) with its
-/// interval and whether it is significant.
+/// interval and whether it is significant; where on-CPU times are missing, the overhead
+/// unknown, and the throughput ratio beside it.
 fn overhead_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummary], sweep: bool) -> Result<()> {
-    for summary in summaries {
-        let Some(interval) = summary.overhead_vs_baseline else { continue };
+    for summary in summaries.iter().filter(|s| !s.placement.is_baseline()) {
+        let at = match (sweep, summary.tasks) {
+            (false, _) => String::new(),
+            (true, 1) => " at 1 task".into(),
+            (true, tasks) => format!(" at {tasks} tasks"),
+        };
+        let (lacking, slices) = report.overhead_unknown(summary.placement, summary.tasks);
+        let Some(interval) = summary.overhead_vs_baseline else {
+            if lacking > 0 {
+                let throughput = match summary.throughput_vs_baseline {
+                    Some(ratio) => format!(": {}", ratio_text(&ratio)),
+                    None => String::new(),
+                };
+                writeln!(
+                    out,
+                    "{}/{} overhead{at}: unknown, no on-CPU times; the throughput ratio stands beside it{throughput}",
+                    report.baseline_name(),
+                    summary.placement.name
+                )?;
+            }
+            continue;
+        };
         let ci = match (interval.low, interval.high) {
             (Some(low), Some(high)) => format!(
                 "  (95% CI {:.1}-{:.1}% {}{})",
@@ -352,25 +379,16 @@ fn overhead_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSu
             ),
             _ => String::new(),
         };
-        let at = match (sweep, summary.tasks) {
-            (false, _) => String::new(),
-            (true, 1) => " at 1 task".into(),
-            (true, tasks) => format!(" at {tasks} tasks"),
+        let throughput = match summary.throughput_vs_baseline {
+            Some(throughput) => format!(", throughput ratio {:.1}%", 100.0 * throughput.mean),
+            None => String::new(),
         };
-        // What the overhead was computed from: the cost per fault on CPU where both sides have
-        // it (the baseline's too), else throughput.
-        let baseline_cost = summaries
-            .iter()
-            .any(|b| b.placement.is_baseline() && b.tasks == summary.tasks && b.cpu_ns_per_fault.is_some());
-        let basis = match (summary.cpu_ns_per_fault.is_some() && baseline_cost, summary.throughput_vs_baseline) {
-            (true, Some(throughput)) => format!(
-                "; from CPU ns per {}, throughput ratio {:.1}%",
-                report.unit.singular(),
-                100.0 * throughput.mean
-            ),
-            (true, None) => format!("; from CPU ns per {}", report.unit.singular()),
-            (false, _) => "; from throughput (no on-CPU times)".into(),
+        // Slices without on-CPU times have no overhead: it is over the others.
+        let over = match lacking {
+            0 => String::new(),
+            _ => format!("; over the {} of {slices} slices with on-CPU times", slices - lacking),
         };
+        let basis = format!("; from CPU ns per {}{throughput}{over}", report.unit.singular());
         writeln!(
             out,
             "{}/{} overhead{at}: {:.1}%{ci}{basis}",
@@ -454,6 +472,16 @@ fn memcg_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSumma
     Ok(())
 }
 
+/// A throughput ratio with its interval, for the overhead line that has no overhead.
+fn ratio_text(ratio: &crate::stats::RatioInterval) -> String {
+    match (ratio.low, ratio.high) {
+        (Some(low), Some(high)) => {
+            format!("{:.1}% (95% CI {:.1}-{:.1}%)", 100.0 * ratio.mean, 100.0 * low, 100.0 * high)
+        }
+        _ => format!("{:.1}% (one slice: no interval)", 100.0 * ratio.mean),
+    }
+}
+
 /// An overhead with its interval, as the table column shows it: `109.8% (109.1-110.4)`.
 fn overhead_text(interval: &crate::stats::RatioInterval) -> String {
     match (interval.low, interval.high) {
@@ -488,7 +516,8 @@ fn scaling(out: &mut dyn Write, summaries: &[PlacementSummary]) -> Result<()> {
 }
 
 /// --iterations, in the shape of the 2011 i_mmap table: per placement a `real` and a `sys`
-/// line, one column per task count, each the mean over the runs with its 95% interval.
+/// line, one column per task count, each the mean over the slices (each one whole piece of
+/// fixed work) with its 95% interval.
 fn fixed_work(out: &mut dyn Write, summaries: &[PlacementSummary]) -> Result<()> {
     let Some(first) = summaries.iter().find_map(|s| s.fixed_work) else { return Ok(()) };
     let mut counts: Vec<usize> = Vec::new();
@@ -499,7 +528,7 @@ fn fixed_work(out: &mut dyn Write, summaries: &[PlacementSummary]) -> Result<()>
     }
     writeln!(
         out,
-        "\nfixed work, {} iterations per task: real = seconds from the first start to the last finish, sys = the tasks' system seconds; mean of {} run{} (+- 95% CI):",
+        "\nfixed work, {} iterations per task: real = seconds from the first start to the last finish, sys = the tasks' system seconds; mean of {} slice{} (+- 95% CI):",
         thousands(first.iterations_per_task as f64),
         first.elapsed_s.n,
         if first.elapsed_s.n == 1 { "" } else { "s" }
@@ -545,10 +574,10 @@ fn fixed_work(out: &mut dyn Write, summaries: &[PlacementSummary]) -> Result<()>
 }
 
 /// perf stat's block for one placement: counters summed over its workers, averaged over its
-/// repetitions, with perf's `( +- x% )` where there are several.
+/// slices, with perf's `( +- x% )` where there are several.
 fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement, tasks: usize) -> Result<()> {
-    let runs: Vec<_> = report.of(placement, tasks).filter(|m| m.result.workers.iter().all(|w| w.perf.is_some())).collect();
-    let Some(first) = runs.first() else { return Ok(()) };
+    let slices: Vec<_> = report.of(placement, tasks).filter(|m| m.result.workers.iter().all(|w| w.perf.is_some())).collect();
+    let Some(first) = slices.first() else { return Ok(()) };
     // One perf stat line: its name and how to read it from a worker's counters.
     type Line = (&'static str, fn(&PerfReading) -> Option<u64>);
     let sum = |m: &Measurement, get: fn(&PerfReading) -> Option<u64>| -> Option<f64> {
@@ -559,8 +588,8 @@ fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement, 
         "\n perf counters, {} ({} workers, mean of {} slice{}):",
         placement.name,
         first.result.workers.len(),
-        runs.len(),
-        if runs.len() == 1 { "" } else { "s" }
+        slices.len(),
+        if slices.len() == 1 { "" } else { "s" }
     )?;
     let rows: [Line; 6] = [
         ("task-clock", |p| Some(p.task_clock_ns)),
@@ -571,7 +600,7 @@ fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement, 
         ("instructions", |p| p.instructions),
     ];
     for (name, get) in rows {
-        let values: Option<Vec<f64>> = runs.iter().map(|m| sum(m, get)).collect();
+        let values: Option<Vec<f64>> = slices.iter().map(|m| sum(m, get)).collect();
         let Some(stats) = values.as_deref().and_then(summarize) else {
             writeln!(out, " {:>18}      {name}", "<not supported>")?;
             continue;

@@ -1,5 +1,5 @@
-//! The plan of a run: which placements (root, child, nested:N, profiles), in which order over
-//! the repetitions, with how many tasks on which CPUs. Pure data and pure functions: nothing
+//! The plan of a run: which placements (the baseline, child, nested:N, profiles), in which
+//! order over the rounds, with how many tasks on which CPUs. Pure data and pure functions: nothing
 //! here touches the machine except reading a profile file.
 
 pub mod profile;
@@ -21,9 +21,10 @@ pub const MAX_DEPTH: u32 = 64;
 /// Where one set of workers runs, relative to the base.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
-    /// What the user wrote, normalised: `root`, `child`, `nested:3`, or a profile's name.
+    /// What the user wrote, normalised: `child`, `nested:3`, a profile's name; the baseline's
+    /// `root` or `base` is set by where it runs (`Placement::baseline`).
     pub name: String,
-    /// Levels below the base: 0 for root, 1 for child.
+    /// Levels below the base: 0 for the baseline, 1 for child.
     pub depth: u32,
     /// Knobs per level, from the top level down (empty lists for plain levels).
     pub levels: Vec<Vec<Knob>>,
@@ -37,9 +38,10 @@ pub struct Placement {
 }
 
 impl Placement {
-    /// The baseline, named `root` until the session knows whether its base is the true root.
+    /// The baseline, named `base` until the session finds its base is the true root, where it
+    /// is `root`.
     pub fn baseline() -> Self {
-        Placement { name: "root".into(), depth: 0, levels: Vec::new(), profile: None, siblings: 0, control: false }
+        Placement { name: "base".into(), depth: 0, levels: Vec::new(), profile: None, siblings: 0, control: false }
     }
 
     pub fn plain(name: String, depth: u32) -> Self {

@@ -1,4 +1,4 @@
-//! A synthetic report for the exporters' tests: a two-CPU run of root and child.
+//! A synthetic report for the exporters' tests: a two-CPU run of the baseline and child.
 
 use super::*;
 use std::time::Duration;
@@ -7,7 +7,7 @@ use crate::cgroup::{BaseSpec, VersionChoice};
 use crate::run::{KernelCountSource, Mode, Sample, WorkerResult};
 use crate::workload::{ThpMode, WorkloadKind};
 
-/// The plan of a 2 s root-vs-child anon run on CPUs 0-1.
+/// The plan of a 2 s baseline-vs-child anon run on CPUs 0-1.
 pub fn test_plan() -> Plan {
     Plan {
         placements: vec![Placement::baseline(), Placement::plain("child".into(), 1)],
@@ -35,14 +35,14 @@ pub fn test_plan() -> Plan {
     }
 }
 
-/// A report as a two-CPU run of root and child over `rates.len()` repetitions would give,
-/// with the given per-round (root, child) rates over 2-second measurements.
+/// A report as a two-CPU run of the baseline and child over `rates.len()` rounds would give,
+/// with the given per-round (baseline, child) rates over 2-second measurements.
 pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
     let env = Environment::for_tests();
     let mut measurements = Vec::new();
-    for (index, &(root, child)) in rates.iter().enumerate() {
+    for (index, &(baseline, child)) in rates.iter().enumerate() {
         for (placement, rate, path) in
-            [(Placement::baseline(), root, "/base"), (Placement::plain("child".into(), 1), child, "/base/fs-child")]
+            [(Placement::baseline(), baseline, "/base"), (Placement::plain("child".into(), 1), child, "/base/fs-child")]
         {
             let faults = (rate * 2.0) as u64;
             let worker = |cpu: usize, faults: u64| WorkerResult {

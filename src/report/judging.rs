@@ -144,6 +144,24 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
     }
     warnings.extend(at_most_three_each(per_slice));
     warnings.extend(disturbed_warnings(report));
+    warnings.extend(overhead_unknown_warnings(report));
+    warnings
+}
+
+/// A placement whose overhead is unknown in some counted slices (no on-CPU times), said once
+/// over every task count: the table's rows show it as unknown or over the other slices.
+fn overhead_unknown_warnings(report: &Report) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    for placement in report.plan.placements.iter().filter(|p| !p.is_baseline()) {
+        let (lacking, slices) = report
+            .task_counts()
+            .into_iter()
+            .map(|tasks| report.overhead_unknown(placement, tasks))
+            .fold((0, 0), |(l, s), (lacking, slices)| (l + lacking, s + slices));
+        if lacking > 0 {
+            warnings.push(Warning::OverheadUnknown { placement: placement.name.clone(), lacking, slices });
+        }
+    }
     warnings
 }
 

@@ -98,6 +98,22 @@ impl Report {
             })
             .collect()
     }
+
+    /// The task counts where two or more plain depths were measured but the per-level cost is
+    /// unknown: the fit is over CPU ns per fault, and their slices have no on-CPU times.
+    pub fn level_costs_unknown(&self) -> Vec<usize> {
+        if self.fitted_depths().iter().filter(|&&d| d > 0).count() < 2 {
+            return Vec::new();
+        }
+        let plain = || self.plan.placements.iter().filter(|p| p.is_plain_depth());
+        self.task_counts()
+            .into_iter()
+            .filter(|&tasks| {
+                self.level_fit(tasks, Measurement::cpu_ns_per_fault).is_none()
+                    && plain().flat_map(|p| self.of(p, tasks)).any(|m| m.cpu_ns_per_fault().is_none())
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -141,6 +157,13 @@ mod tests {
         assert!((costs[0].cpu.ns_per_fault - 25.0).abs() < 1e-6, "{costs:?}");
         assert_eq!(costs[0].cpu.rounds, 3);
         assert!(costs[0].memcg.is_none(), "no profile, no memcg fit");
+        assert!(report.level_costs_unknown().is_empty());
+        // Without on-CPU times the fit has nothing to fit: unknown, and said, not dropped.
+        for worker in report.measurements.iter_mut().flat_map(|m| m.result.workers.iter_mut()) {
+            worker.on_cpu_ns = None;
+        }
+        assert!(report.level_costs().is_empty());
+        assert_eq!(report.level_costs_unknown(), [2]);
     }
 
     #[test]

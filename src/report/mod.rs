@@ -272,21 +272,31 @@ impl Report {
     }
 
     /// This slice's overhead: its CPU ns per fault over the baseline's in the same round and
-    /// task count (the throughput ratio where on-CPU times are missing). None for the
-    /// baseline itself, a slice not counted (or whose baseline is not), or a rate of zero.
+    /// task count. None (unknown) for the baseline itself, a slice not counted (or whose
+    /// baseline is not), one without faults, and where either side lacks on-CPU times: the
+    /// throughput ratio, which stands beside it, counts time off the CPU too and is not put in
+    /// its place (`overhead_unknown` says where).
     pub fn overhead_vs_baseline(&self, measurement: &Measurement) -> Option<f64> {
         if measurement.placement.is_baseline() {
             return None;
         }
-        match self.cpu_cost_ratio(measurement) {
-            Some(ratio) => Some(ratio),
-            None => self.throughput_vs_baseline(measurement),
-        }
+        self.cpu_cost_ratio(measurement)
     }
 
-    /// The overhead from throughput: the baseline's rate over this placement's in the same
-    /// round (what a wall clock says, time off the CPU included). The overhead itself where
-    /// on-CPU times are missing.
+    /// The slices of `placement` at `tasks` that count but whose overhead is unknown for want
+    /// of on-CPU times (theirs or their baseline's): (those, all counted).
+    pub fn overhead_unknown(&self, placement: &Placement, tasks: usize) -> (usize, usize) {
+        let counted: Vec<&Measurement> = self.of(placement, tasks).filter(|m| self.baseline_of(m).is_some()).collect();
+        let lacking = counted
+            .iter()
+            .filter(|m| m.on_cpu_ns().is_none() || self.baseline_of(m).is_some_and(|b| b.on_cpu_ns().is_none()))
+            .count();
+        (lacking, counted.len())
+    }
+
+    /// The throughput ratio: the baseline's rate over this placement's in the same round
+    /// (what a wall clock says, time off the CPU included), beside the overhead, never in its
+    /// place.
     pub fn throughput_vs_baseline(&self, measurement: &Measurement) -> Option<f64> {
         if measurement.placement.is_baseline() {
             return None;
@@ -302,7 +312,8 @@ impl Report {
         (baseline_cost > 0.0 && cost > 0.0).then(|| cost / baseline_cost)
     }
 
-    /// The baseline's slice in the same round and at the same task count, unless either overran.
+    /// The baseline's slice in the same round and at the same task count, where both count
+    /// (`counted`: not overran, not of a round cut short, not disturbed while those are few).
     fn baseline_of(&self, measurement: &Measurement) -> Option<&Measurement> {
         if !self.counted(measurement) {
             return None;
@@ -315,9 +326,8 @@ impl Report {
 
     /// This placement's rate divided by the baseline's rate in the same round and task count.
     fn rate_ratio(&self, measurement: &Measurement) -> Option<f64> {
-        let root = self.baseline_of(measurement)?;
-        let root_rate = root.faults_per_sec();
-        (root_rate > 0.0).then(|| measurement.faults_per_sec() / root_rate)
+        let baseline_rate = self.baseline_of(measurement)?.faults_per_sec();
+        (baseline_rate > 0.0).then(|| measurement.faults_per_sec() / baseline_rate)
     }
 
     /// The placement's measurements at a task count that the statistics may use (`counted`).
@@ -451,19 +461,35 @@ mod tests {
     }
 
     #[test]
-    fn summaries_and_ratios_come_from_paired_repetitions() {
+    fn summaries_and_ratios_come_from_paired_rounds() {
         let report = synthetic_report(&[(100_000.0, 90_000.0), (110_000.0, 100_000.0), (105_000.0, 95_000.0)]);
         let placements = [Placement::baseline(), Placement::plain("child".into(), 1)];
         let summaries = report.summaries();
         assert_eq!(summaries[0].faults_per_sec.mean, 105_000.0);
         assert!(summaries[0].overhead_vs_baseline.is_none());
-        let overhead = summaries[1].overhead_vs_baseline.unwrap();
         let expected = ((100.0f64 / 90.0).ln() + (110.0f64 / 100.0).ln() + (105.0f64 / 95.0).ln()) / 3.0;
         let expected = expected.exp();
+        // No on-CPU times in the fixture: the overhead is unknown, the throughput ratio stands.
+        assert!(summaries[1].overhead_vs_baseline.is_none());
+        assert_eq!(report.overhead_unknown(&placements[1], 2), (3, 3));
+        let throughput = summaries[1].throughput_vs_baseline.unwrap();
+        assert!((throughput.mean - expected).abs() < 1e-9, "{} vs {expected}", throughput.mean);
+        // Each worker on its CPU the whole slice: the CPU cost per fault goes as 1/rate, so the
+        // overhead is the throughput ratio here.
+        let mut report = report;
+        for worker in report.measurements.iter_mut().flat_map(|m| m.result.workers.iter_mut()) {
+            worker.on_cpu_ns = Some(2_000_000_000);
+        }
+        let overhead = report.summaries()[1].overhead_vs_baseline.unwrap();
         assert!((overhead.mean - expected).abs() < 1e-9, "{} vs {expected}", overhead.mean);
         assert!(overhead.excludes(1.0));
+        assert_eq!(report.overhead_unknown(&placements[1], 2), (0, 3));
         let child_first = report.of(&placements[1], 2).next().unwrap();
         assert!((report.overhead_vs_baseline(child_first).unwrap() - 1.0 / 0.9).abs() < 1e-12);
         assert_eq!(report.overhead_vs_baseline(report.of(&placements[0], 2).next().unwrap()), None);
+        // One baseline slice without: its round's overhead is unknown, the others' stand.
+        report.measurements[0].result.workers[0].on_cpu_ns = None;
+        assert_eq!(report.overhead_unknown(&placements[1], 2), (1, 3));
+        assert_eq!(report.summaries()[1].overhead_vs_baseline.unwrap().n, 2);
     }
 }

@@ -12,8 +12,9 @@ use crate::stats;
 
 impl Report {
     /// `siblings:N` against one plain cgroup at the same depth and task count (`child`, when the
-    /// run has it): the siblings' cost per fault over child's, per round, as the geometric
-    /// mean with its 95% interval. This isolates the switching between memcgs from the depth.
+    /// run has it): the siblings' CPU ns per fault over child's, per round, as the geometric
+    /// mean with its 95% interval; unknown (None) without on-CPU times, as every overhead.
+    /// This isolates the switching between memcgs from the depth.
     pub fn siblings_vs_child(&self, placement: &Placement, tasks: usize) -> Option<stats::RatioInterval> {
         if placement.siblings == 0 {
             return None;
@@ -22,8 +23,9 @@ impl Report {
         let ratios: Vec<stats::Placed> = self
             .of(placement, tasks)
             .filter_map(|m| {
-                let other = self.of(child, tasks).find(|c| c.round == m.round)?;
-                (m.faults_per_sec() > 0.0).then(|| m.placed(other.faults_per_sec() / m.faults_per_sec()))
+                let child_cost = self.of(child, tasks).find(|c| c.round == m.round)?.cpu_ns_per_fault()?;
+                let cost = m.cpu_ns_per_fault()?;
+                (child_cost > 0.0).then(|| m.placed(cost / child_cost))
             })
             .collect();
         stats::overhead_interval(&ratios)
@@ -186,7 +188,7 @@ impl Report {
         total
     }
 
-    /// Statistics per task count and placement over the repetitions, in the plan's order.
+    /// Statistics per task count and placement over the rounds, in the plan's order.
     pub fn summaries(&self) -> Vec<PlacementSummary<'_>> {
         let mut summaries = Vec::new();
         for tasks in self.task_counts() {
@@ -196,11 +198,11 @@ impl Report {
                 let overheads: Vec<stats::Placed> =
                     self.of(placement, tasks).filter_map(|m| Some(m.placed(self.overhead_vs_baseline(m)?))).collect();
                 let mean_seconds = |get: fn(&WorkerResult) -> u64| {
-                    let runs: Vec<f64> = self
+                    let slices: Vec<f64> = self
                         .of(placement, tasks)
                         .map(|m| m.result.workers.iter().map(get).sum::<u64>() as f64 / 1e6)
                         .collect();
-                    runs.iter().sum::<f64>() / runs.len() as f64
+                    slices.iter().sum::<f64>() / slices.len() as f64
                 };
                 let fixed_work = self.plan.iterations.and_then(|iterations| {
                     let elapsed: Vec<f64> = self.of(placement, tasks).map(|m| m.result.elapsed_s()).collect();
@@ -310,7 +312,8 @@ impl MeanInterval {
     }
 }
 
-/// --iterations: what the fixed work took, per run (slice), as `time` reports a run.
+/// --iterations: what the fixed work took, per slice (each one whole piece of fixed work, as
+/// `time` reports a command).
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct FixedWork {
     pub iterations_per_task: u64,
@@ -320,16 +323,16 @@ pub struct FixedWork {
     pub sys_s: MeanInterval,
 }
 
-/// One placement over all its repetitions.
+/// One placement over all its rounds.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PlacementSummary<'a> {
-    /// --iterations: elapsed and system seconds per run.
+    /// --iterations: elapsed and system seconds per slice (one whole piece of fixed work).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fixed_work: Option<FixedWork>,
     /// `siblings:N`: each sibling cgroup's rate; the placement's own figures are the whole.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_cgroup: Vec<CgroupRate>,
-    /// `siblings:N` with `child` in the run: the siblings' cost per fault over child's.
+    /// `siblings:N` with `child` in the run: the siblings' CPU ns per fault over child's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub siblings_vs_child: Option<stats::RatioInterval>,
     /// LKP's names for the same figures: per_process_ops or per_thread_ops (mean rate per
@@ -342,7 +345,8 @@ pub struct PlacementSummary<'a> {
     pub cgroup_path: &'a str,
     pub faults_per_sec: stats::Summary,
     /// This placement's CPU ns per fault over the baseline's, per round: the geometric mean
-    /// with its 95% interval (`stats::overhead_interval`).
+    /// with its 95% interval (`stats::overhead_interval`), over the rounds where both have
+    /// on-CPU times; None (unknown) where none has (`Report::overhead_unknown`).
     pub overhead_vs_baseline: Option<stats::RatioInterval>,
     /// The share of the measured time in slices that counted (`Report::counted`).
     pub counted_share: Option<f64>,
@@ -361,7 +365,7 @@ pub struct PlacementSummary<'a> {
     pub time: Option<TimeSplit>,
     /// --profile: the memcg family's cost.
     pub memcg: Option<MemcgCost>,
-    /// Workers' user and system CPU seconds, summed over workers, mean over repetitions.
+    /// Workers' user and system CPU seconds, summed over workers, mean over its slices.
     pub user_s: f64,
     pub sys_s: f64,
     /// Rate over (the smallest task count's rate x tasks / that count); None without a sweep.

@@ -34,7 +34,7 @@ pub enum Warning {
     /// Under THP the loop counted several pages per kernel fault (huge pages served them):
     /// its rate and CPU cost are per page written, not per fault.
     HugePages { placement: String, pages_per_fault: f64, thp: &'static str },
-    /// The rate varies over the repetitions by more than 5% (CV).
+    /// The rate varies over the slices by more than 5% (CV).
     Noisy { placement: String, unit: &'static str, cv_pct: f64, slices: usize },
     /// The cost per fault on CPU varies over the slices by more than 5% (CV): interference
     /// while the workers ran, which no accounting of time off the CPU removes.
@@ -65,6 +65,10 @@ pub enum Warning {
     /// Slices in which a worker waited for its CPU over 2% of the slice, and whether they were
     /// left out of the figures (they are while a minority).
     Disturbed { placement: String, disturbed: usize, slices: usize, left_out: bool },
+    /// Counted slices of a placement, or of the baseline they pair with, without on-CPU times
+    /// (no worker's schedstat or CPU clock could be read): their overhead is unknown, the
+    /// throughput ratio beside it. `lacking` of `slices`, over every task count.
+    OverheadUnknown { placement: String, lacking: usize, slices: usize },
     /// The control (an A/A check) came out significant: the interval does not hold on this
     /// machine now, so no verdict of this run is to be trusted.
     ControlSignificant { tasks: usize, low: f64, high: f64 },
@@ -142,6 +146,7 @@ impl fmt::Display for Warning {
             Warning::MoreSlices { .. }
             | Warning::Disturbed { .. }
             | Warning::ControlSignificant { .. }
+            | Warning::OverheadUnknown { .. }
             | Warning::Starved { .. } => self.fmt_resolution(f),
             Warning::CpuTaken { .. }
             | Warning::WaitedForCpu { .. }
@@ -169,7 +174,8 @@ impl Warning {
         })
     }
 
-    /// The warnings about what the run resolves: slices counted, disturbed, the control.
+    /// The warnings about what the run resolves: slices counted, disturbed, the control, an
+    /// overhead unknown.
     fn fmt_resolution(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Warning::Starved { placement, slice } => write!(
@@ -187,6 +193,15 @@ impl Warning {
                 } else {
                     "they count (the run has too few rounds to leave any out, or they are most of its slices): the figures carry that load"
                 }
+            ),
+            Warning::OverheadUnknown { placement, lacking, slices } if lacking == slices => write!(
+                f,
+                "{placement}: no on-CPU times (a worker's schedstat and CPU clock could not be read): the overhead is unknown; the throughput ratio stands beside it"
+            ),
+            Warning::OverheadUnknown { placement, lacking, slices } => write!(
+                f,
+                "{placement}: {lacking} of {slices} slices have no on-CPU times (a worker's schedstat and CPU clock could not be read): the overhead is over the other {} alone; the throughput ratio, over all, stands beside it",
+                slices - lacking
             ),
             Warning::ControlSignificant { tasks, low, high } => write!(
                 f,
@@ -281,6 +296,12 @@ mod tests {
         assert!(control.to_string().starts_with("the control at 1 task came out"), "{control}");
         let control = Warning::ControlSignificant { tasks: 4, low: 1.01, high: 1.02 };
         assert!(control.to_string().starts_with("the control at 4 tasks came out"), "{control}");
+        let unknown = Warning::OverheadUnknown { placement: "child".into(), lacking: 3, slices: 3 };
+        assert!(unknown.to_string().starts_with("child: no on-CPU times"), "{unknown}");
+        assert!(unknown.to_string().contains("the overhead is unknown; the throughput ratio stands beside it"));
+        let some = Warning::OverheadUnknown { placement: "child".into(), lacking: 1, slices: 3 };
+        assert!(some.to_string().contains("1 of 3 slices have no on-CPU times"), "{some}");
+        assert!(some.to_string().contains("the overhead is over the other 2 alone"), "{some}");
     }
 
     #[test]

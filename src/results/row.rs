@@ -1,7 +1,7 @@
 //! The CSV's row, one type for both directions: export/csv.rs fills and writes it, results.rs
 //! reads result files back into it, so a column cannot differ between writer and reader. It
 //! lives below both (export imports results, never the reverse). The columns are documented in
-//! the README.
+//! docs/output.md.
 //!
 //! Files from earlier versions lack the newer columns: every column may be absent and reads as
 //! its default (empty, 0, false; `run_complete` true). The reader checks the columns no
@@ -46,9 +46,10 @@ pub struct Row {
     pub kernel_count_source: String,
     pub memcg_pgfault: Option<u64>,
     pub start_skew_us: Option<f64>,
-    /// This row's CPU ns per fault over the baseline's in the same round (the throughput ratio
-    /// where on-CPU times are missing): on a dedicated CPU the 2009 post's 109%. Empty on the
-    /// baseline's own rows, and where the slice or its baseline's was not counted.
+    /// This row's CPU ns per fault over the baseline's in the same round: on a dedicated CPU
+    /// the 2009 post's 109%. Empty (unknown) on the baseline's own rows, where the slice or its
+    /// baseline's was not counted, and where either lacks on-CPU times: the throughput ratio
+    /// stands beside it in its own column, never in this one.
     pub overhead_vs_baseline: Option<f64>,
     /// false when a stop signal ended the run before every slice was measured (a file from
     /// before the column was a complete run).
@@ -183,13 +184,13 @@ mod tests {
     /// docs/output.md's column table names every column the row type writes, in its order, and no
     /// other: a new column is one field here and one line there, and CI fails on either alone.
     #[test]
-    fn the_readme_column_table_is_the_row_type() {
+    fn the_documented_column_table_is_the_row_type() {
         let mut writer = csv::Writer::from_writer(Vec::new());
         writer.serialize(Row::default()).unwrap();
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
         let written: Vec<&str> = text.lines().next().unwrap().split(',').collect();
-        let readme = include_str!("../../docs/output.md");
-        let table = readme.split("## CSV columns").nth(1).expect("docs/output.md's CSV columns section");
+        let documented_page = include_str!("../../docs/output.md");
+        let table = documented_page.split("## CSV columns").nth(1).expect("docs/output.md's CSV columns section");
         let documented: Vec<&str> = table
             .lines()
             .skip_while(|line| !line.starts_with("| column |"))

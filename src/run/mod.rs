@@ -1,7 +1,8 @@
-//! The measurement: each placement's workers at each task count (a crew) made once, frozen
-//! between slices, and thawed for each slice it measures; the snapshot read with the crew
-//! frozen at both ends, the slice's figures their difference (slice.rs, snapshot.rs). The
-//! session drives slices through `Slicer`, which `RealSlicer` implements.
+//! The measurement: each placement's workers at each task count (a crew) made for a
+//! generation of rounds, frozen between its slices, and thawed for each slice it measures; the
+//! snapshot read with the crew frozen at both ends, the slice's figures their difference
+//! (slice.rs, snapshot.rs). The session drives slices through `Slicer`, which `RealSlicer`
+//! implements.
 //!
 //! The harness is single-threaded: workers are forked from a process with no other thread.
 
@@ -28,8 +29,8 @@ pub use spec::{KernelCountSource, Mode, RunSpec};
 /// it, and its unit tests answer with a fake that forks nothing (hyperfine's Executor and
 /// MockExecutor).
 pub trait Slicer {
-    /// Makes the workers of one placement at one task count ready before the first slice, so
-    /// the slices measure without forking. An error here is said again by `measure`.
+    /// Makes the workers of one placement at one task count ready before a generation's first
+    /// slice, so its slices measure without forking. An error here is said again by `measure`.
     fn set_up(&mut self, slice: &SliceSpec, warn: &mut dyn FnMut(Notice)) -> anyhow::Result<()>;
     /// Measures one slice; `warn` collects what had to be done differently from what was asked.
     fn measure(
@@ -38,7 +39,8 @@ pub trait Slicer {
         warn: &mut dyn FnMut(Notice),
         progress: &mut dyn Progress,
     ) -> anyhow::Result<SliceResult>;
-    /// Ends every worker set up so far (a task count's slices are done, or the run is).
+    /// Ends every worker set up so far (a generation's slices are done, or the run is), so the
+    /// next generation is measured by crews of its own.
     fn retire(&mut self);
     /// The memcg oom_kill count of `leaf` now, so a worker's death can be blamed on the OOM
     /// killer from the memcg's own count, not a guess.
@@ -46,7 +48,8 @@ pub trait Slicer {
 }
 
 /// Slices measured for real: forked, pinned workers in real cgroups, one crew per placement
-/// and task count, frozen between its slices.
+/// and task count at a time (the session retires them at each generation's end), frozen
+/// between its slices.
 pub struct RealSlicer {
     spec: RunSpec,
     hierarchy: Hierarchy,

@@ -1,4 +1,5 @@
-//! A crew: one placement's workers at one task count, living through the run. Set up once:
+//! A crew: one placement's workers at one task count, living through one generation of
+//! rounds. Set up once for it:
 //! forked, pinned, moved into their cgroups, released with one signal, warmed (--warmup) and
 //! frozen. A slice reads a snapshot of the frozen crew, thaws it with one SIGCONT to its
 //! process group, samples on the monotonic clock, freezes it (one SIGSTOP, each worker seen

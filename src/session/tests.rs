@@ -187,7 +187,7 @@ fn session_of(placements: Vec<Placement>, slices: u32, repeat: u32, task_counts:
     (report, leaves)
 }
 
-fn root_and_child(slices: u32) -> (Report, Vec<Leaf>) {
+fn baseline_and_child(slices: u32) -> (Report, Vec<Leaf>) {
     session_of(vec![Placement::baseline(), Placement::plain("child".into(), 1)], slices, 1, vec![2])
 }
 
@@ -232,7 +232,7 @@ fn placements_alternate_abba_over_rounds_and_repetitions_with_each_task_count_in
 
 #[test]
 fn each_generation_of_rounds_gets_crews_of_its_own_warmed_up_briefly_after_the_first() {
-    let (mut report, leaves) = root_and_child(8);
+    let (mut report, leaves) = baseline_and_child(8);
     report.plan.generations = 4;
     report.plan.warmup = std::time::Duration::from_millis(100);
     let mut slicer = FakeSlicer::default();
@@ -249,7 +249,7 @@ fn each_generation_of_rounds_gets_crews_of_its_own_warmed_up_briefly_after_the_f
 
 #[test]
 fn an_overran_slice_is_left_out_of_the_statistics_and_said_once() {
-    let (mut report, leaves) = root_and_child(3);
+    let (mut report, leaves) = baseline_and_child(3);
     // Call 3 is round 2's first slice: ABBA puts the child first there.
     let mut slicer = FakeSlicer { answers: HashMap::from([(2, Answer::Overran)]), ..Default::default() };
     drive(&mut report, &leaves, &mut slicer);
@@ -267,7 +267,7 @@ fn an_overran_slice_is_left_out_of_the_statistics_and_said_once() {
 
 #[test]
 fn a_failed_placement_is_recorded_while_the_others_report() {
-    let (mut report, leaves) = root_and_child(3);
+    let (mut report, leaves) = baseline_and_child(3);
     let mut slicer = FakeSlicer {
         answers: HashMap::from([(1, Answer::Fails("--cgroup child: mkdir: No space"))]),
         ..Default::default()
@@ -286,7 +286,7 @@ fn a_failed_placement_is_recorded_while_the_others_report() {
 
 #[test]
 fn checkpoints_follow_every_slice_with_the_report_so_far() {
-    let (mut report, leaves) = root_and_child(4);
+    let (mut report, leaves) = baseline_and_child(4);
     let mut slicer = FakeSlicer::default();
     let checkpoints = drive(&mut report, &leaves, &mut slicer);
     assert_eq!(checkpoints, (1..=8).collect::<Vec<_>>());
@@ -294,7 +294,7 @@ fn checkpoints_follow_every_slice_with_the_report_so_far() {
 
 #[test]
 fn a_checkpoint_between_a_rounds_slices_holds_it_incomplete() {
-    let (mut report, leaves) = root_and_child(2);
+    let (mut report, leaves) = baseline_and_child(2);
     let mut complete = Vec::new();
     let mut progress = Recorded::default();
     measure_all(
@@ -310,7 +310,7 @@ fn a_checkpoint_between_a_rounds_slices_holds_it_incomplete() {
 
 #[test]
 fn a_signal_ends_the_run_keeping_every_completed_slice_and_flagging_its_round() {
-    let (mut report, leaves) = root_and_child(3);
+    let (mut report, leaves) = baseline_and_child(3);
     // Round 2: its first slice measured, the second interrupted.
     let mut slicer = FakeSlicer { answers: HashMap::from([(3, Answer::Interrupted(2))]), ..Default::default() };
     let checkpoints = drive(&mut report, &leaves, &mut slicer);
@@ -330,7 +330,7 @@ fn a_signal_ends_the_run_keeping_every_completed_slice_and_flagging_its_round() 
 /// during the run (by another process) still names the free space beside the SIGBUS.
 #[test]
 fn a_sigbus_of_a_file_workload_names_the_tmpdirs_free_space() {
-    let (mut report, leaves) = root_and_child(1);
+    let (mut report, leaves) = baseline_and_child(1);
     report.plan.workload = crate::workload::WorkloadKind::FileShared;
     report.plan.tmpdir = "/tmp".into();
     let died = "worker 1234 on CPU 1 died: killed by SIGBUS";
@@ -342,7 +342,7 @@ fn a_sigbus_of_a_file_workload_names_the_tmpdirs_free_space() {
 
 #[test]
 fn a_worker_killed_by_the_oom_killer_is_named_from_the_memcg_count() {
-    let (mut report, leaves) = root_and_child(2);
+    let (mut report, leaves) = baseline_and_child(2);
     let died = "worker 1234 on CPU 1 stopped: killed by SIGKILL";
     let mut slicer = FakeSlicer { answers: HashMap::from([(1, Answer::Dies(died, 1))]), ..Default::default() };
     // The count before the run is not this run's: only what grew during the slice is blamed.
@@ -354,7 +354,7 @@ fn a_worker_killed_by_the_oom_killer_is_named_from_the_memcg_count() {
 
 #[test]
 fn a_death_without_an_oom_kill_is_not_blamed_on_it() {
-    let (mut report, leaves) = root_and_child(2);
+    let (mut report, leaves) = baseline_and_child(2);
     let died = "worker 1234 on CPU 0 stopped: killed by SIGSEGV";
     let mut slicer = FakeSlicer { answers: HashMap::from([(0, Answer::Dies(died, 0))]), ..Default::default() };
     slicer.oom_kills.insert("/fs/base".into(), 7);
@@ -366,7 +366,7 @@ fn a_death_without_an_oom_kill_is_not_blamed_on_it() {
 #[test]
 fn a_baseline_that_never_counted_becomes_a_failure_and_one_starved_slice_is_left_out() {
     // Every baseline slice empty: nothing to divide by, a failure each.
-    let (mut report, leaves) = root_and_child(2);
+    let (mut report, leaves) = baseline_and_child(2);
     let answers = HashMap::from([(0, Answer::Empty), (3, Answer::Empty)]);
     let mut slicer = FakeSlicer { answers, ..Default::default() };
     drive(&mut report, &leaves, &mut slicer);
@@ -378,7 +378,7 @@ fn a_baseline_that_never_counted_becomes_a_failure_and_one_starved_slice_is_left
         report.failures[0].reason
     );
     // One empty baseline slice among slices that counted: starved, kept flagged, no failure.
-    let (mut report, leaves) = root_and_child(2);
+    let (mut report, leaves) = baseline_and_child(2);
     let mut slicer = FakeSlicer { answers: HashMap::from([(0, Answer::Empty)]), ..Default::default() };
     drive(&mut report, &leaves, &mut slicer);
     assert_eq!((report.measurements.len(), report.failures.len()), (4, 0));
@@ -386,12 +386,13 @@ fn a_baseline_that_never_counted_becomes_a_failure_and_one_starved_slice_is_left
     let said: Vec<String> = report.warnings.iter().map(|w| w.to_string()).collect();
     assert!(said.iter().any(|w| w.starts_with("base slice 1: the baseline counted no whole iteration")), "{said:?}");
     let child = report.summaries().into_iter().find(|s| s.placement.name == "child").unwrap();
-    assert_eq!(child.overhead_vs_baseline.unwrap().n, 1, "round 1's pair is left out");
+    assert_eq!(child.throughput_vs_baseline.unwrap().n, 1, "round 1's pair is left out");
+    assert!(child.overhead_vs_baseline.is_none(), "the fake's slices have no on-CPU times");
 }
 
 #[test]
 fn loop_and_kernel_counts_that_disagree_are_warned_per_slice() {
-    let (mut report, leaves) = root_and_child(2);
+    let (mut report, leaves) = baseline_and_child(2);
     let mut slicer = FakeSlicer { answers: HashMap::from([(3, Answer::KernelDisagrees)]), ..Default::default() };
     drive(&mut report, &leaves, &mut slicer);
     let disagree: Vec<&Warning> =
@@ -402,7 +403,7 @@ fn loop_and_kernel_counts_that_disagree_are_warned_per_slice() {
 
 #[test]
 fn a_notice_from_every_slice_is_one_warning() {
-    let (mut report, leaves) = root_and_child(3);
+    let (mut report, leaves) = baseline_and_child(3);
     let mut slicer = FakeSlicer { notices: vec![Notice::NoHardwareCounters], ..Default::default() };
     drive(&mut report, &leaves, &mut slicer);
     let count = report.warnings.iter().filter(|w| **w == Warning::Measurement(Notice::NoHardwareCounters)).count();
@@ -428,7 +429,7 @@ fn siblings_are_dealt_so_workers_sharing_a_cpu_are_in_different_memcgs() {
 
 #[test]
 fn progress_names_each_slice_and_the_time_left_after_it() {
-    let (mut report, leaves) = root_and_child(2);
+    let (mut report, leaves) = baseline_and_child(2);
     let mut progress = Recorded::default();
     measure_all(
         &mut report,
@@ -463,7 +464,7 @@ fn the_schedule_is_every_placement_once_per_round_and_task_count() {
 
 #[test]
 fn time_off_the_cpu_is_named_as_measured_never_blamed_on_other_load_without_waiting() {
-    let (mut report, leaves) = root_and_child(2);
+    let (mut report, leaves) = baseline_and_child(2);
     // The child's slice 1 blocked 60% (reclaim, say) without waiting; the baseline's slice 2
     // waited 40% for its CPU.
     let answers =
