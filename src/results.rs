@@ -8,8 +8,10 @@ use anyhow::{Context, Result, anyhow, bail};
 
 mod json;
 pub mod row;
-use json::{Measurement, field, object};
+pub mod schema;
+use json::{field, object};
 use row::Row;
+use schema::Measurement;
 
 use crate::stats::Placed;
 
@@ -187,20 +189,24 @@ fn check_row_figures(name: &str, columns: &Columns, place: &str, record: &csv::S
 }
 
 /// A JSON measurement's round, where it says (files from before the slice field do not).
-fn json_round(workload: &str, mode: &str, m: &serde_json::Value) -> Option<RoundId> {
-    let tasks = m["run"]["workers"].as_array().map(|w| w.len() as u64)?;
-    let (repetition, slice) = (m["repetition"].as_u64()?, m["slice"].as_u64()?);
-    Some((workload.to_string(), mode.to_string(), tasks, repetition as u32, slice as u32))
+fn json_round(workload: &str, mode: &str, m: &Measurement) -> Option<RoundId> {
+    let (repetition, slice) = (m.repetition?, m.slice?);
+    Some((workload.to_string(), mode.to_string(), m.result.workers.len() as u64, repetition, slice))
 }
 
-/// Figures compare does not use are checked too: a file is refused whole, not in part.
-/// (Finite and not negative, as the CSV's: a wait of 50 ns is 5e-8 s.)
-fn check_unused_figures(name: &str, placement: &str, m: &serde_json::Value) -> Result<()> {
-    for unused in ["ns_per_fault", "cpu_ns_per_fault", "on_cpu_s", "wait_s", "blocked_s", "steal_s"] {
-        let value = &m[unused];
-        if !value.is_null() && !value.as_f64().is_some_and(|v| v.is_finite() && v >= 0.0) {
+/// A figure of a JSON file as `figure` quotes it: as JSON writes it.
+fn json_text(value: f64) -> String {
+    serde_json::Value::from(value).to_string()
+}
+
+/// Every figure is checked, those compare does not use too: a file is refused whole, not in
+/// part. (Finite and not negative, as the CSV's: a wait of 50 ns is 5e-8 s.)
+fn check_json_figures(name: &str, placement: &str, m: &Measurement) -> Result<()> {
+    for (field, value) in m.figures() {
+        if let Some(value) = value.filter(|v| !v.is_finite() || *v < 0.0) {
             bail!(
-                "{name}: {placement}: {unused} {value} is not a finite, non-negative number; is this a faultscale file?"
+                "{name}: {placement}: {field} {} is not a finite, non-negative number; is this a faultscale file?",
+                json_text(value)
             );
         }
     }
@@ -728,8 +734,8 @@ impl RunFile {
     }
 
     pub fn from_json(name: String, text: &str) -> Result<Self> {
-        let document: serde_json::Value = match serde_json::from_str(text) {
-            Ok(document) => document,
+        let value: serde_json::Value = match serde_json::from_str(text) {
+            Ok(value) => value,
             Err(e) => {
                 // `cat a.json b.json`: two whole documents, two runs, as a header again in a CSV.
                 let mut documents = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
@@ -744,46 +750,47 @@ impl RunFile {
                 bail!("{name}: not JSON: {e}")
             }
         };
-        if !document.is_object() {
+        if !value.is_object() {
             bail!("{name}: a JSON document that is not an object; is this a faultscale --json file?");
         }
-        let settings = object(&name, &document, "", "settings")?;
-        let environment = object(&name, &document, "", "environment")?;
-        let workload: String = field(&name, settings, "settings", "workload", "text")?
+        let document = json::document(&name, &value)?;
+        let environment = object(&name, &value, "", "environment")?;
+        let settings = &document.settings;
+        let workload = settings
+            .workload
+            .clone()
             .ok_or_else(|| anyhow!("{name}: no settings.workload; is this a faultscale --json file?"))?;
-        let mode: String = field(&name, settings, "settings", "mode", "text")?.unwrap_or_else(|| "process".into());
+        let mode = settings.mode.clone().unwrap_or_else(|| "process".into());
         let mut file = RunFile { name: name.clone(), ..Default::default() };
-        if let Some(unit) = field::<String>(&name, &document, "", "unit", "text")? {
-            file.units.insert(crate::text::escaped(&workload).into_owned(), crate::text::escaped(&unit).into_owned());
+        if let Some(unit) = &document.unit {
+            file.units.insert(crate::text::escaped(&workload).into_owned(), crate::text::escaped(unit).into_owned());
         }
-        let measurements = document["measurements"].as_array().ok_or_else(|| anyhow!("{name}: no measurements"))?;
+        let measurements = document.measurements.as_ref().ok_or_else(|| anyhow!("{name}: no measurements"))?;
         for m in measurements {
             if let Some(round) = json_round(&workload, &mode, m) {
-                let placement = crate::text::escaped(m["placement"].as_str().unwrap_or("?")).into_owned();
-                file.rounds.add(round, &placement);
+                file.rounds.add(round, &crate::text::escaped(&m.placement));
             }
         }
         for (index, m) in measurements.iter().enumerate() {
             file.add_measurement(settings, &workload, &mode, m, index)?;
         }
         file.add_json_facts(environment);
-        // Absent in files from before them; of another type, not a faultscale file.
-        let complete: Option<bool> = field(&name, &document, "", "complete", "true or false")?;
         file.base_depth = field(&name, environment, "environment", "base_depth", "a depth")?;
         file.run_id = field::<String>(&name, environment, "environment", "run_id", "text")?.map(|id| fact_text(&id));
-        // A run a signal ended early writes `"complete": false` (the CSV's run_complete).
-        file.incomplete = complete == Some(false);
+        // A run a signal ended early writes `"complete": false` (the CSV's run_complete); files
+        // from before the field are complete.
+        file.incomplete = document.complete == Some(false);
         file.json_state(&document)?;
-        file.add_json_levels(&document, &workload, &mode)?;
+        file.add_json_levels(&document.per_level, &workload, &mode)?;
         file.no_rows_left()?;
         Ok(file)
     }
 
     /// The per-level costs of a JSON file; an entry without its figures (a run that fitted
     /// none) is passed over, one of another type refused.
-    fn add_json_levels(&mut self, document: &serde_json::Value, workload: &str, mode: &str) -> Result<()> {
+    fn add_json_levels(&mut self, per_level: &serde_json::Value, workload: &str, mode: &str) -> Result<()> {
         let name = &self.name;
-        for (index, level) in document["per_level"].as_array().into_iter().flatten().enumerate() {
+        for (index, level) in per_level.as_array().into_iter().flatten().enumerate() {
             let at = format!("per_level[{index}]");
             let cpu = object(name, level, &at, "cpu")?;
             let cpu_at = json::join(&at, "cpu");
@@ -800,19 +807,15 @@ impl RunFile {
     }
 
     /// A JSON file's `state`, with its `signal` or `reason`; absent in files from before it.
-    fn json_state(&mut self, document: &serde_json::Value) -> Result<()> {
-        let state = &document["state"];
-        if state.is_null() {
-            return Ok(());
-        }
-        let reason = match (&document["signal"], &document["reason"]) {
-            (signal, _) if signal.is_i64() => crate::text::signal_name(signal.as_i64().unwrap_or(0) as i32),
-            (_, reason) => reason.as_str().unwrap_or("").to_string(),
+    fn json_state(&mut self, document: &schema::Document) -> Result<()> {
+        let Some(word) = &document.state else { return Ok(()) };
+        let reason = match (document.signal, &document.reason) {
+            (Some(signal), _) => crate::text::signal_name(signal),
+            (None, reason) => reason.clone().unwrap_or_default(),
         };
-        let word = state.as_str().unwrap_or("");
         if word.is_empty() {
             bail!(
-                "{}: state {state} is not running, stopped, failed or complete; is this a faultscale --json file?",
+                "{}: state \"\" is not running, stopped, failed or complete; is this a faultscale --json file?",
                 self.name
             );
         }
@@ -822,79 +825,68 @@ impl RunFile {
     /// One measurement of a JSON file (the `index`th), its fields and figures checked.
     fn add_measurement(
         &mut self,
-        settings: &serde_json::Value,
+        settings: &schema::Settings,
         workload: &str,
         mode: &str,
-        m: &serde_json::Value,
+        m: &Measurement,
         index: usize,
     ) -> Result<()> {
         let name = &self.name.clone();
-        let read = Measurement::read(name, m, index)?;
-        let tasks = read.workers as u64;
-        let placement = crate::text::escaped(&read.placement).into_owned();
+        let tasks = m.result.workers.len() as u64;
+        let placement = crate::text::escaped(&m.placement).into_owned();
         let placement = placement.as_str();
-        let number = |what: &str, value: &serde_json::Value| {
-            let text = value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string());
-            figure(name, placement, what, value.as_f64(), &text)
-        };
-        let rate = number("faults_per_sec", &m["faults_per_sec"])?;
-        check_unused_figures(name, placement, m)?;
-        if let (Some(repetition), Some(slice)) = (read.repetition, read.slice) {
+        if m.generation == Some(0) {
+            bail!(
+                "{name}: measurements[{index}].generation 0 is not a generation number (1 or more); is this a faultscale --json file?"
+            );
+        }
+        let number = |what: &str, value: f64| figure(name, placement, what, Some(value), &json_text(value));
+        let rate = number("faults_per_sec", m.faults_per_sec)?;
+        check_json_figures(name, placement, m)?;
+        if let (Some(repetition), Some(slice)) = (m.repetition, m.slice) {
             let id = (String::new(), workload.into(), mode.into(), placement.into(), tasks, repetition, slice);
             if !self.seen.insert(id) {
                 self.duplicates += 1;
                 return Ok(());
             }
         }
-        if read.overran == Some(true) {
+        if m.result.overran {
             self.overran += 1;
             return Ok(());
         }
         let cut = json_round(workload, mode, m).is_some_and(|round| !self.rounds.complete(&round));
-        if read.counted == Some(false) || cut {
+        if !m.counted || cut {
             self.left_out += 1;
             return Ok(());
         }
         if tasks == 0 {
             bail!("{name}: {placement}: a measurement has no workers");
         }
-        if let Some(depth) = read.depth {
-            self.depths.insert(placement.to_string(), depth);
+        if let Some(depth) = m.depth {
+            self.depths.insert(placement.to_string(), depth.into());
         }
-        let overhead = match (&m["overhead_vs_baseline"], &m["ratio_vs_root"]) {
-            (serde_json::Value::Null, serde_json::Value::Null) => None,
-            (serde_json::Value::Null, ratio) => number("ratio_vs_root", ratio).map(crate::stats::inverse_rate_ratio)?,
-            (value, _) => Some(number("overhead_vs_baseline", value)?),
+        let overhead = match (m.overhead_vs_baseline, m.ratio_vs_root) {
+            (None, None) => None,
+            (None, Some(ratio)) => number("ratio_vs_root", ratio).map(crate::stats::inverse_rate_ratio)?,
+            (Some(value), _) => Some(number("overhead_vs_baseline", value)?),
         };
         let k = key(workload, mode, tasks, placement);
-        let round =
-            read.repetition.zip(read.slice).map(|(r, sl)| (workload.to_string(), mode.to_string(), tasks, r, sl));
-        let generation = self.check_generation(placement, round, read.generation)?;
+        let round = json_round(workload, mode, m);
+        let generation = self.check_generation(placement, round, m.generation)?;
         // Checked as the CSV's is: finite, not negative, within what a machine measures.
-        if !m["memcg_ns_per_fault"].is_null() {
-            let value = number("memcg_ns_per_fault", &m["memcg_ns_per_fault"])?;
-            let placed = self.next_place(&k, generation, value);
+        if let Some(value) = m.memcg_ns_per_fault {
+            let placed = self.next_place(&k, generation, number("memcg_ns_per_fault", value)?);
             self.memcg_ns.entry(k.clone()).or_default().push(placed);
         }
         let row_settings = self.settings.entry(k.clone()).or_default();
-        for setting in SETTINGS {
-            let value = match setting {
-                "knobs" => continue,
-                "kernel_count_source" => read.kernel_source.clone(),
-                _ => settings[setting]
-                    .as_str()
-                    .map(str::to_string)
-                    .or_else(|| settings[setting].as_u64().map(|v| v.to_string())),
-            };
+        let kernel_count_source = ("kernel_count_source", m.result.kernel_source.clone());
+        for (setting, value) in settings.compared().into_iter().chain([kernel_count_source]) {
             if let Some(value) = value {
                 row_settings.entry(setting).or_insert(value);
             }
         }
-        let throughput = match &m["throughput_vs_baseline"] {
-            serde_json::Value::Null => None,
-            value => Some(number("throughput_vs_baseline", value)?),
-        };
-        self.add(k, generation, rate, overhead, throughput, m["cpu_ns_per_fault"].is_number());
+        let throughput = m.throughput_vs_baseline.map(|value| number("throughput_vs_baseline", value)).transpose()?;
+        self.add(k, generation, rate, overhead, throughput, m.cpu_ns_per_fault.is_some());
         Ok(())
     }
 
@@ -937,9 +929,10 @@ mod tests {
             let err = RunFile::from_csv("x.csv".into(), &format!("{header}{row}\n")).unwrap_err().to_string();
             assert!(err.starts_with("x.csv: row 2: ") && err.contains(why), "{row}: {err}");
         }
+        // Of a version that named a slice's data `run`.
         let json = r#"{"settings":{"workload":"anon"},"measurements":[{"placement":"root","faults_per_sec":-1,"run":{"workers":[{}]}}]}"#;
         assert!(RunFile::from_json("x.json".into(), json).unwrap_err().to_string().contains("faults_per_sec"));
-        let json = r#"{"settings":{"workload":"anon"},"measurements":[{"placement":"root","faults_per_sec":1,"memcg_ns_per_fault":-1e308,"run":{"workers":[{}]}}]}"#;
+        let json = r#"{"settings":{"workload":"anon"},"measurements":[{"placement":"root","faults_per_sec":1,"memcg_ns_per_fault":-1e308,"result":{"workers":[{}]}}]}"#;
         assert!(RunFile::from_json("x.json".into(), json).unwrap_err().to_string().contains("memcg_ns_per_fault"));
     }
 
@@ -1066,7 +1059,7 @@ mod tests {
         let measurement = |placement: &str, slice: u32| {
             serde_json::json!({"placement": placement, "repetition": 1, "slice": slice, "faults_per_sec": 5.0,
                 "overhead_vs_baseline": if placement == "base" { serde_json::Value::Null } else { 1.2.into() },
-                "counted": true, "round_complete": true, "run": {"workers": [{}, {}]}})
+                "counted": true, "round_complete": true, "result": {"workers": [{}, {}]}})
         };
         let document = serde_json::json!({"settings": {"workload": "anon", "mode": "process"},
             "measurements": [measurement("base", 1), measurement("child", 1), measurement("child", 2)]});
@@ -1082,7 +1075,7 @@ mod tests {
                 "complete": complete,
                 "settings": {"workload": "anon"},
                 "environment": {"run_id": "1-a", "base_depth": 0},
-                "measurements": [{"placement": "root", "faults_per_sec": 5.0, "run": {"workers": [{}, {}]}}],
+                "measurements": [{"placement": "root", "faults_per_sec": 5.0, "result": {"workers": [{}, {}]}}],
             })
             .to_string()
         };
@@ -1094,7 +1087,7 @@ mod tests {
         assert!(is_mixed(&err) && err.to_string().contains("a second JSON document follows"), "{err}");
         let text = document(false).replace("\"complete\":false", "\"complete\":\"false\"");
         let err = RunFile::from_json("x.json".into(), &text).unwrap_err().to_string();
-        assert!(err.contains("complete \"false\" is not true or false"), "{err}");
+        assert!(err.contains("x.json: complete: invalid type: string \"false\", expected a boolean"), "{err}");
         let text = document(false).replace("\"base_depth\":0", "\"base_depth\":\"0\"");
         let err = RunFile::from_json("x.json".into(), &text).unwrap_err().to_string();
         assert!(err.contains("environment.base_depth \"0\" is not a depth"), "{err}");
@@ -1104,17 +1097,20 @@ mod tests {
     fn a_hand_edited_json_field_of_another_type_is_refused_with_its_path() {
         let document = |slice: &str, counted: &str| {
             format!(
-                r#"{{"settings":{{"workload":"anon"}},"measurements":[{{"placement":"base","faults_per_sec":5,"repetition":1,"slice":1,"run":{{"workers":[{{}}]}}}},{{"placement":"child","faults_per_sec":4,"repetition":1,"slice":{slice},"counted":{counted},"run":{{"workers":[{{}}]}}}}]}}"#
+                r#"{{"settings":{{"workload":"anon"}},"measurements":[{{"placement":"base","faults_per_sec":5,"repetition":1,"slice":1,"result":{{"workers":[{{}}]}}}},{{"placement":"child","faults_per_sec":4,"repetition":1,"slice":{slice},"counted":{counted},"result":{{"workers":[{{}}]}}}}]}}"#
             )
         };
         assert!(RunFile::from_json("x.json".into(), &document("1", "true")).is_ok());
         // A duplicated slice written 1.0 was no slice number to the duplicate check: it counted.
         let err = RunFile::from_json("x.json".into(), &document("1.0", "true")).unwrap_err().to_string();
-        assert!(err.contains("x.json: measurements[1].slice 1.0 is not a whole number"), "{err}");
+        assert!(
+            err.contains("x.json: measurements[1].slice: invalid type: floating point `1.0`, expected u32"),
+            "{err}"
+        );
         // A string is no flag: "false" counted the slice.
         let err = RunFile::from_json("x.json".into(), &document("1", "\"false\"")).unwrap_err().to_string();
-        assert!(err.contains("x.json: measurements[1].counted \"false\" is not true or false"), "{err}");
+        assert!(err.contains("x.json: measurements[1].counted: invalid type: string \"false\""), "{err}");
         let err = RunFile::from_json("x.json".into(), &document("1", "true").replace("\"anon\"", "7")).unwrap_err();
-        assert!(err.to_string().contains("settings.workload 7 is not text"), "{err}");
+        assert!(err.to_string().contains("settings.workload: invalid type: integer `7`, expected a string"), "{err}");
     }
 }

@@ -61,7 +61,7 @@ fn reclaim_under_a_limit_is_counted_and_said() {
     }
     let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     for m in document["measurements"].as_array().unwrap() {
-        let memcg = m["run"]["memcg"].as_object().unwrap_or_else(|| panic!("no memcg deltas: {m}"));
+        let memcg = m["result"]["memcg"].as_object().unwrap_or_else(|| panic!("no memcg deltas: {m}"));
         assert!(memcg.contains_key("pgfault") && memcg.contains_key("events_max"), "{memcg:?}");
     }
     let machine = &document["environment"]["machine"];
@@ -131,7 +131,7 @@ fn file_backed_usemem_four_times_the_limit_reclaims_instead_of_oom() {
     let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let mut reclaimed = 0;
     for m in document["measurements"].as_array().unwrap() {
-        let memcg = &m["run"]["memcg"];
+        let memcg = &m["result"]["memcg"];
         reclaimed += memcg["pgsteal"].as_u64().or(memcg["pgpgout"].as_u64()).unwrap_or(0);
         assert_eq!(memcg["events_oom_kill"].as_u64().unwrap_or(0), 0, "{memcg}");
     }

@@ -129,7 +129,7 @@ fn charge_samples(document: &serde_json::Value) -> HashMap<String, u64> {
     let mut found: HashMap<String, u64> = HashMap::new();
     for m in document["measurements"].as_array().unwrap() {
         let entry = found.entry(m["placement"].as_str().unwrap().to_string()).or_default();
-        let own = m["run"]["profile"]["self_samples"].as_object().expect("a profiled slice");
+        let own = m["result"]["profile"]["self_samples"].as_object().expect("a profiled slice");
         for (function, samples) in own {
             if function == "try_charge_memcg" || function.starts_with("page_counter_") {
                 *entry += samples.as_u64().unwrap();

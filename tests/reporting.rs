@@ -168,7 +168,7 @@ fn plot_output_follows_the_rules_of_every_output() {
 fn a_json_file_with_a_byte_order_mark_is_read() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bom.json");
-    let workers = r#""run":{"workers":[{},{}]}"#;
+    let workers = r#""result":{"workers":[{},{}]}"#;
     let json = format!(
         "{{\"settings\":{{\"workload\":\"anon\",\"mode\":\"process\"}},\"measurements\":[{{\"placement\":\"base\",\"faults_per_sec\":1000,{workers}}},{{\"placement\":\"child\",\"faults_per_sec\":900,\"overhead_vs_baseline\":1.1,{workers}}}]}}"
     );
@@ -177,13 +177,17 @@ fn a_json_file_with_a_byte_order_mark_is_read() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("child"), "{}", text(&out.stdout));
     // A flag written as a string is not taken for false: the slice would count as measured.
-    let quoted = json.replace(r#""run":{"workers":[{},{}]}}]"#, r#""run":{"workers":[{},{}],"overran":"true"}}]"#);
+    let quoted =
+        json.replace(r#""result":{"workers":[{},{}]}}]"#, r#""result":{"workers":[{},{}],"overran":"true"}}]"#);
     assert_ne!(quoted, json);
     std::fs::write(&path, quoted).unwrap();
     let out = faultscale(&["compare", path.to_str().unwrap(), path.to_str().unwrap()]);
     let said = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("measurements[1].run.overran \"true\" is not true or false"), "{said}");
+    assert!(
+        said.contains("measurements[1].result.overran: invalid type: string \"true\", expected a boolean"),
+        "{said}"
+    );
 }
 
 /// A finite but impossible rate is refused in one line by compare and plot, at once.

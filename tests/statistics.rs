@@ -85,10 +85,10 @@ fn repetitions_interleave_and_json_carries_everything() {
     assert_eq!(summaries[1]["faults_per_sec"]["n"], 2);
     assert!(summaries[1]["overhead_vs_baseline"]["low"].is_number());
     // Three samples per measurement (0.2, 0.4, 0.6 s), per worker, each with a positive rate.
-    let first_run = &document["measurements"][0]["run"];
-    assert_eq!(first_run["samples"].as_array().unwrap().len(), 3);
+    let first_slice = &document["measurements"][0]["result"];
+    assert_eq!(first_slice["samples"].as_array().unwrap().len(), 3);
     let sample_rows = read_csv(&samples);
-    let workers = first_run["workers"].as_array().unwrap().len();
+    let workers = first_slice["workers"].as_array().unwrap().len();
     assert_eq!(sample_rows.len(), 4 * 3 * workers);
     // Each rate is a count over its interval: none negative, and at most one interval a worker
     // without a fault, where the machine starved the guest that long (seen once in a 1-CPU

@@ -1,10 +1,25 @@
-//! The fields a result JSON file's reading takes, each read as its type through serde or the
-//! file refused with the field's JSON path: a hand-edited `"slice": 1.0` slipped past the
-//! duplicate check (a whole number was looked for), and `"counted": "false"` counted.
+//! A result JSON file read as its type (`schema::Document`), each field of its type and no
+//! unknown one, or the file refused with the field's JSON path: a hand-edited `"slice": 1.0`
+//! slipped past the duplicate check (a whole number was looked for), and `"counted": "false"`
+//! counted. The parts the document keeps as JSON values (environment, per_level) are read a
+//! field at a time, each of its type too.
 
 use anyhow::{Result, bail};
-use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+use super::schema::Document;
+
+/// The document, or the file refused with the JSON path of what is not of its type.
+pub fn document(name: &str, value: &Value) -> Result<Document> {
+    serde_path_to_error::deserialize(value).or_else(|e| {
+        // The file's own keys, escaped: they reach the terminal.
+        let shown = |text: String| crate::text::escaped(&text).into_owned();
+        let (path, error) = (shown(e.path().to_string()), shown(e.inner().to_string()));
+        let at = if path == "." { String::new() } else { format!("{path}: ") };
+        bail!("{name}: {at}{error}; is this a faultscale --json file?")
+    })
+}
 
 /// The field `key` of `parent` (at `path`, "" for the document) as a T: None where absent or
 /// null, else its value, or the file refused naming the field's path and `what` it must be.
@@ -24,7 +39,7 @@ pub fn join(path: &str, key: &str) -> String {
     if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
 }
 
-/// An object where present (`"run": 5` is no run without fields), its path said otherwise.
+/// An object where present (`"environment": 5` is none), its path said otherwise.
 pub fn object<'a>(name: &str, parent: &'a Value, path: &str, key: &str) -> Result<&'a Value> {
     let value = &parent[key];
     if !value.is_null() && !value.is_object() {
@@ -33,83 +48,68 @@ pub fn object<'a>(name: &str, parent: &'a Value, path: &str, key: &str) -> Resul
     Ok(value)
 }
 
-/// What one element of `measurements` says besides its figures, each field of its type.
-#[derive(Debug, PartialEq)]
-pub struct Measurement {
-    pub placement: String,
-    pub repetition: Option<u32>,
-    pub slice: Option<u32>,
-    /// The crew generation (1-based) that measured it; absent in files from before.
-    pub generation: Option<u32>,
-    pub counted: Option<bool>,
-    pub depth: Option<u64>,
-    /// How many workers `run.workers` lists: the task count.
-    pub workers: usize,
-    pub overran: Option<bool>,
-    pub kernel_source: Option<String>,
-}
-
-impl Measurement {
-    /// The `index`th measurement.
-    pub fn read(name: &str, m: &Value, index: usize) -> Result<Self> {
-        let at = format!("measurements[{index}]");
-        if !m.is_object() {
-            bail!("{name}: {at} {m} is not an object; is this a faultscale --json file?");
-        }
-        let run = object(name, m, &at, "run")?;
-        let run_at = join(&at, "run");
-        let whole = "a whole number";
-        let flag = "true or false";
-        Ok(Measurement {
-            placement: field(name, m, &at, "placement", "text")?.unwrap_or_else(|| "?".to_string()),
-            repetition: field(name, m, &at, "repetition", whole)?,
-            slice: field(name, m, &at, "slice", whole)?,
-            generation: match field::<u32>(name, m, &at, "generation", "a generation number (1 or more)")? {
-                Some(0) => bail!(
-                    "{name}: {at}.generation 0 is not a generation number (1 or more); is this a faultscale --json file?"
-                ),
-                generation => generation,
-            },
-            counted: field(name, m, &at, "counted", flag)?,
-            depth: field(name, m, &at, "depth", whole)?,
-            workers: field::<Vec<IgnoredAny>>(name, run, &run_at, "workers", "a list of workers")?
-                .map_or(0, |w| w.len()),
-            overran: field(name, run, &run_at, "overran", flag)?,
-            kernel_source: field(name, run, &run_at, "kernel_source", "text")?,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn ill_typed_fields_are_refused_with_their_path() {
-        let m = serde_json::json!({"placement": "child", "repetition": 1, "slice": 3, "counted": true,
-            "run": {"workers": [{}, {}], "overran": false, "kernel_source": "minflt"}});
-        let read = Measurement::read("x.json", &m, 2).unwrap();
-        assert_eq!((read.slice, read.counted, read.workers, read.overran), (Some(3), Some(true), 2, Some(false)));
-        let refused = |key: &str, value: Value, path: &str| {
+    fn ill_typed_and_unknown_fields_are_refused_with_their_path() {
+        let m = serde_json::json!({"placement": "child", "faults_per_sec": 5.0, "repetition": 1, "slice": 3,
+            "counted": true, "result": {"workers": [{}, {}], "overran": false, "kernel_source": "minflt"}});
+        let with = |m: &Value| serde_json::json!({"settings": {"workload": "anon"}, "measurements": [{}, {}, m]});
+        let read = document("x.json", &with(&m)).unwrap_err().to_string();
+        assert!(read.starts_with("x.json: measurements[0]: missing field `placement`"), "{read}");
+        let read = |m: &Value| {
+            let mut document = with(m);
+            document["measurements"] = serde_json::json!([m]);
+            super::document("x.json", &document)
+        };
+        let measurement = &read(&m).unwrap().measurements.unwrap()[0];
+        assert_eq!((measurement.slice, measurement.counted, measurement.result.workers.len()), (Some(3), true, 2));
+        let refused = |key: &str, value: Value, said: &str| {
             let mut m = m.clone();
             match key.split_once('.') {
                 Some((outer, inner)) => m[outer][inner] = value,
                 None => m[key] = value,
             }
-            let err = Measurement::read("x.json", &m, 2).unwrap_err().to_string();
-            assert!(err.starts_with(&format!("x.json: {path} ")) && err.contains(" is not "), "{key}: {err}");
+            let err = read(&m).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("x.json: measurements[0].{said}")), "{key}: {err}");
+            assert!(err.ends_with("; is this a faultscale --json file?"), "{key}: {err}");
         };
-        refused("slice", serde_json::json!(1.0), "measurements[2].slice");
-        refused("slice", serde_json::json!(-1), "measurements[2].slice");
-        refused("repetition", serde_json::json!("1"), "measurements[2].repetition");
-        refused("counted", serde_json::json!("false"), "measurements[2].counted");
-        refused("depth", serde_json::json!(1.5), "measurements[2].depth");
-        refused("placement", serde_json::json!(7), "measurements[2].placement");
-        refused("run.overran", serde_json::json!("true"), "measurements[2].run.overran");
-        refused("run.workers", serde_json::json!(2), "measurements[2].run.workers");
-        refused("run", serde_json::json!(5), "measurements[2].run");
-        // Absent and null are the files from before a field.
-        let bare = Measurement::read("x.json", &serde_json::json!({"slice": null}), 0).unwrap();
-        assert_eq!((bare.slice, bare.counted, bare.workers, bare.placement.as_str()), (None, None, 0, "?"));
+        refused("slice", serde_json::json!(1.0), "slice: invalid type: floating point `1.0`, expected u32");
+        refused("slice", serde_json::json!(-1), "slice: invalid value: integer `-1`, expected u32");
+        refused("repetition", serde_json::json!("1"), "repetition: invalid type: string \"1\"");
+        refused("counted", serde_json::json!("false"), "counted: invalid type: string \"false\", expected a boolean");
+        refused("depth", serde_json::json!(1.5), "depth: invalid type: floating point `1.5`");
+        refused("placement", serde_json::json!(7), "placement: invalid type: integer `7`, expected a string");
+        refused("result.overran", serde_json::json!("true"), "result.overran: invalid type: string \"true\"");
+        refused(
+            "result.workers",
+            serde_json::json!(2),
+            "result.workers: invalid type: integer `2`, expected a sequence",
+        );
+        refused("result", serde_json::json!(5), "result: invalid type: integer `5`");
+        refused("result.elapsed", serde_json::json!(5), "result.elapsed: unknown field `elapsed`, expected one of");
+        refused("slices", serde_json::json!(5), "slices: unknown field `slices`");
+        refused("\u{1b}[2J", serde_json::json!(5), "\\u{1b}[2J: unknown field `\\u{1b}[2J`");
+        // The key of files from before it: their path is theirs.
+        let mut old = m.clone();
+        old["run"] = old["result"].take();
+        old.as_object_mut().unwrap().remove("result");
+        assert_eq!(read(&old).unwrap().measurements.unwrap()[0].result.workers.len(), 2);
+        old["run"]["overran"] = serde_json::json!(1);
+        assert!(read(&old).unwrap_err().to_string().contains("measurements[0].run.overran: invalid type"));
+    }
+
+    #[test]
+    fn the_settings_and_the_document_are_read_as_their_types() {
+        let err = |text: &str| document("x.json", &serde_json::from_str(text).unwrap()).unwrap_err().to_string();
+        assert!(err(r#"{"settings": {"workload": 7}}"#).starts_with("x.json: settings.workload: invalid type"));
+        assert!(err(r#"{"settings": {"chunk": 7}}"#).starts_with("x.json: settings.chunk: unknown field `chunk`"));
+        assert!(err(r#"{"complete": "false"}"#).starts_with("x.json: complete: invalid type: string \"false\""));
+        assert!(err(r#"{"extra": 1}"#).starts_with("x.json: extra: unknown field `extra`"));
+        // Absent is a file from before a field.
+        let bare = document("x.json", &serde_json::json!({})).unwrap();
+        assert!(bare.measurements.is_none() && bare.settings.workload.is_none() && bare.state.is_none());
     }
 }

@@ -1,7 +1,7 @@
 //! The CSV's row, one type for both directions: export/csv.rs fills and writes it, results.rs
 //! reads result files back into it, so a column cannot differ between writer and reader. It
 //! lives below both (export imports results, never the reverse). The columns are documented in
-//! docs/output.md.
+//! docs/output.md; the JSON's measurement holds the same per-slice fields (`schema.rs`).
 //!
 //! Files from earlier versions lack the newer columns: every column may be absent and reads as
 //! its default (empty, 0, false; `run_complete` true). The reader checks the columns no
@@ -178,17 +178,23 @@ fn complete() -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+
+    /// The columns the row type writes, in their order.
+    pub fn columns() -> Vec<String> {
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        writer.serialize(Row::default()).unwrap();
+        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        text.lines().next().unwrap().split(',').map(str::to_string).collect()
+    }
 
     /// docs/output.md's column table names every column the row type writes, in its order, and no
     /// other: a new column is one field here and one line there, and CI fails on either alone.
     #[test]
     fn the_documented_column_table_is_the_row_type() {
-        let mut writer = csv::Writer::from_writer(Vec::new());
-        writer.serialize(Row::default()).unwrap();
-        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
-        let written: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+        let columns = columns();
+        let written: Vec<&str> = columns.iter().map(String::as_str).collect();
         let documented_page = include_str!("../../docs/output.md");
         let table = documented_page.split("## CSV columns").nth(1).expect("docs/output.md's CSV columns section");
         let documented: Vec<&str> = table

@@ -21,7 +21,7 @@ mod workers;
 
 use crate::cgroup::{Hierarchy, Leaf};
 
-pub use result::{SliceResult, Sample, WorkerResult};
+pub use result::{HarnessTimes, Sample, SliceResult, WorkerResult};
 pub use slice::SliceSpec;
 pub use spec::{KernelCountSource, Mode, RunSpec};
 

@@ -55,7 +55,9 @@ pub struct Sample {
     pub iterations: Vec<u64>,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+/// (The JSON writes it as `results::schema::SliceData`, the memcg counters under their
+/// column names.)
+#[derive(Debug, Clone)]
 pub struct SliceResult {
     /// The measured window: from the end of the frozen reading before the thaw to the moment
     /// every worker was seen stopped (fixed work: the first start to the last finish).
@@ -71,8 +73,6 @@ pub struct SliceResult {
     pub overran: bool,
     /// What the memcg did during the slice: its counters' deltas (reclaim, limit hits, stall
     /// microseconds), read while the workers were frozen.
-    /// (The JSON writes them under their column names: export/json.rs.)
-    #[serde(skip)]
     pub memcg: crate::measure::memcg::Counters,
     /// Whose stall time psi_* is: the cgroup's own, or the system's where only that exists.
     pub psi_scope: Option<crate::measure::memcg::PsiScope>,
