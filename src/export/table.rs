@@ -528,7 +528,7 @@ fn fixed_work(out: &mut dyn Write, summaries: &[PlacementSummary]) -> Result<()>
     }
     writeln!(
         out,
-        "\nfixed work, {} iterations per task: real = seconds from the first start to the last finish, sys = the tasks' system seconds; mean of {} slice{} (+- 95% CI):",
+        "\nfixed work, {} iterations per task: real = seconds from the first start to the last finish, sys = the tasks' system seconds, counted in clock ticks (/proc, 10 ms each at USER_HZ 100); mean of {} slice{} (+- 95% CI):",
         thousands(first.iterations_per_task as f64),
         first.elapsed_s.n,
         if first.elapsed_s.n == 1 { "" } else { "s" }
