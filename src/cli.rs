@@ -14,8 +14,8 @@ use crate::workload::{WORKLOADS, WorkloadKind};
         faultscale builds a cgroup hierarchy under a base, runs one pinned fault loop per CPU \
         in the base (the baseline) and in each placement asked for, releases them together with \
         one signal, stops them together, and reports page faults per second from the loop's own \
-        counter, the kernel's perf page-fault count and the memcg pgfault counter, with the \
-        root/child overhead ratio.",
+        counter, the kernel's perf page-fault count and the memcg pgfault counter, with each \
+        placement's overhead over the baseline (CPU ns per fault) and its 95% interval.",
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
@@ -118,8 +118,8 @@ pub struct RunArgs {
     pub slices: String,
 
     /// Run the whole measurement N times (N x --duration per placement); every slice of every
-    /// repetition counts. The table's +- is perf stat's: 100 x stddev / sqrt(n) / mean over the
-    /// slices
+    /// repetition counts, and the generations are cut over all of them. The perf counters
+    /// block's +- is perf stat's: 100 x stddev / sqrt(n) / mean over the slices
     #[arg(long, default_value = "1", value_name = "N", allow_hyphen_values = true)]
     pub repeat: String,
 

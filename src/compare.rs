@@ -151,8 +151,10 @@ fn side_estimate(
     }
 }
 
-/// A side's point figure for the table: the mean over its runs of each run's mean (geometric
-/// for ratios), None where no run has the row.
+/// A side's point figure for the table: the mean over its runs of each run's mean, None where
+/// no run has the row. A ratio's run mean is the run's own overhead (`overhead_interval`: the
+/// geometric mean over its units, so unequal generations weigh as the run's table weighs them);
+/// a rate's is the mean over slices, as the run's table has it.
 fn side_mean(
     side: &Side,
     of: fn(&RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>>,
@@ -163,7 +165,7 @@ fn side_mean(
         .iter()
         .filter_map(|file| of(file).get(key))
         .filter_map(|placed| match geometric {
-            true => stats::geometric_interval(&values(placed)).map(|i| i.mean.ln()),
+            true => stats::overhead_interval(placed).map(|i| i.mean.ln()),
             false => summarize(&values(placed)).map(|s| s.mean),
         })
         .collect();
@@ -825,5 +827,26 @@ mod tests {
         // Two such runs a side are two units.
         let two = [synthetic_file("c", 3, 1), synthetic_file("d", 4, 1)];
         assert!(compare(&two, &two)[1].overhead_p_holm.is_some());
+    }
+
+    #[test]
+    fn a_sides_overhead_is_its_runs_own_over_unequal_generations() {
+        // Generation 1 of two rounds at 1.0, generation 2 of one round at 1.21: the run's own
+        // overhead is the geometric mean of the generations' (1.1), not of the slices' (1.066).
+        let mut file = synthetic_file("a", 1, 1);
+        let child = crate::results::key("anon", "process", 2, "child");
+        file.overheads.insert(
+            child.clone(),
+            vec![
+                Placed { unit: 1, round: 1, value: 1.0 },
+                Placed { unit: 1, round: 2, value: 1.0 },
+                Placed { unit: 2, round: 3, value: 1.21 },
+            ],
+        );
+        let own = 100.0 * stats::overhead_interval(&file.overheads[&child]).unwrap().mean;
+        assert!((own - 110.0).abs() < 1e-9, "{own}");
+        let changes = compare(one(&file), one(&file));
+        let row = changes.iter().find(|c| c.placement == "child").unwrap();
+        assert!((row.base_overhead_pct.unwrap() - own).abs() < 1e-9, "{row:?}");
     }
 }

@@ -62,7 +62,8 @@ pub struct RunFile {
     pub overheads: BTreeMap<Key, Vec<Placed>>,
     /// Baseline rate / placement rate, per slice (what `overheads` held before on-CPU times).
     pub throughputs: BTreeMap<Key, Vec<Placed>>,
-    /// Rows without on-CPU times (no cpu_ns_per_fault in the row): their overhead is unknown.
+    /// Placements whose overhead is unknown: no row of theirs had on-CPU times, or the file is
+    /// from before them (its overhead column held the throughput ratio).
     pub without_cpu_cost: std::collections::BTreeSet<Key>,
     /// --profile: the memcg family's CPU ns per fault, per slice.
     pub memcg_ns: BTreeMap<Key, Vec<Placed>>,
@@ -463,7 +464,9 @@ impl RunFile {
             if let Some(throughput) = throughput.or(overhead.filter(|_| !cpu_cost)) {
                 self.throughputs.entry(key.clone()).or_default().push(throughput);
             }
-            if !cpu_cost {
+            // An overhead without on-CPU times is an older file's throughput ratio; a slice
+            // that lacks both only leaves the row's overhead to the slices that have them.
+            if !cpu_cost && overhead.is_some() {
                 self.without_cpu_cost.insert(key);
             }
         }
@@ -507,12 +510,24 @@ impl RunFile {
                 .map_err(|e| unreadable(&name, &place, &columns, &record, e))?;
             file.add_row(&columns, &place, &record, row)?;
         }
+        file.mark_unknown_overheads();
         file.no_rows_left()?;
         Ok(file)
     }
 
     /// A file whose every summary row the run itself left out has nothing to compare: say why
     /// (a run stopped in its first round writes such a file), not that it has no rows.
+    /// A placement's rows none of which had on-CPU times: its overhead is unknown.
+    fn mark_unknown_overheads(&mut self) {
+        let unknown: Vec<Key> = self
+            .rates
+            .keys()
+            .filter(|k| !k.placement.is_baseline() && !self.overheads.contains_key(*k))
+            .cloned()
+            .collect();
+        self.without_cpu_cost.extend(unknown);
+    }
+
     fn no_rows_left(&self) -> Result<()> {
         if !self.rates.is_empty() {
             return Ok(());
@@ -774,7 +789,7 @@ impl RunFile {
         for (index, m) in measurements.iter().enumerate() {
             file.add_measurement(settings, &workload, &mode, m, index)?;
         }
-        file.add_json_facts(environment);
+        file.add_json_facts(&name, environment)?;
         file.base_depth = field(&name, environment, "environment", "base_depth", "a depth")?;
         file.run_id = field::<String>(&name, environment, "environment", "run_id", "text")?.map(|id| fact_text(&id));
         // A run a signal ended early writes `"complete": false` (the CSV's run_complete); files
@@ -782,6 +797,7 @@ impl RunFile {
         file.incomplete = document.complete == Some(false);
         file.json_state(&document)?;
         file.add_json_levels(&document.per_level, &workload, &mode)?;
+        file.mark_unknown_overheads();
         file.no_rows_left()?;
         Ok(file)
     }
@@ -890,15 +906,19 @@ impl RunFile {
         Ok(())
     }
 
-    /// The machine facts of a JSON file's environment.
-    fn add_json_facts(&mut self, env: &serde_json::Value) {
-        let found = FACTS.iter().map(|fact| (*fact, &env[fact]));
-        let machine = MACHINE_FACTS.iter().map(|fact| (*fact, &env["machine"][fact]));
-        for (fact, value) in found.chain(machine).chain([("allowed_cpus", &env["allowed_cpus"])]) {
-            if let Some(value) = value.as_str() {
-                self.facts.insert(fact, fact_text(value));
+    /// The machine facts of a JSON file's environment, each text or absent: a fact of another
+    /// type is refused with its path, since one read as absent would silence compare's warning
+    /// that the machines differ.
+    fn add_json_facts(&mut self, name: &str, env: &serde_json::Value) -> Result<()> {
+        let machine = object(name, env, "environment", "machine")?;
+        let found = FACTS.iter().chain(["allowed_cpus"].iter()).map(|fact| (*fact, env, "environment"));
+        let machine_facts = MACHINE_FACTS.iter().map(|fact| (*fact, machine, "environment.machine"));
+        for (fact, parent, path) in found.chain(machine_facts) {
+            if let Some(value) = field::<String>(name, parent, path, fact, "text")? {
+                self.facts.insert(fact, fact_text(&value));
             }
         }
+        Ok(())
     }
 }
 
@@ -1091,6 +1111,17 @@ mod tests {
         let text = document(false).replace("\"base_depth\":0", "\"base_depth\":\"0\"");
         let err = RunFile::from_json("x.json".into(), &text).unwrap_err().to_string();
         assert!(err.contains("environment.base_depth \"0\" is not a depth"), "{err}");
+        // A machine fact compare warns on, of another type, would read as absent.
+        for (from, to, path) in [
+            ("\"base_depth\":0", "\"base_depth\":0,\"kernel\":619", "environment.kernel 619 is not text"),
+            ("\"base_depth\":0", "\"base_depth\":0,\"machine\":{\"swap\":[1]}", "environment.machine.swap [1] is not text"),
+            ("\"base_depth\":0", "\"base_depth\":0,\"machine\":3", "environment.machine 3 is not an object"),
+        ] {
+            let err = RunFile::from_json("x.json".into(), &document(false).replace(from, to)).unwrap_err().to_string();
+            assert!(err.contains(path), "{err}");
+        }
+        let text = document(false).replace("\"base_depth\":0", "\"base_depth\":0,\"kernel\":\"6.1\"");
+        assert_eq!(RunFile::from_json("x.json".into(), &text).unwrap().facts["kernel"], "6.1");
     }
 
     #[test]

@@ -415,9 +415,10 @@ fn siblings_lines(out: &mut dyn Write, summaries: &[PlacementSummary], sweep: bo
         let Some(interval) = summary.siblings_vs_child else { continue };
         let ci = match (interval.low, interval.high) {
             (Some(low), Some(high)) => format!(
-                "  (95% CI {:.1}-{:.1}%, {})",
+                "  (95% CI {:.1}-{:.1}% {}, {})",
                 100.0 * low,
                 100.0 * high,
+                over_units(interval.units),
                 if interval.excludes(1.0) { "significant" } else { "not significant" }
             ),
             _ => String::new(),
@@ -493,7 +494,10 @@ fn overhead_text(interval: &crate::stats::RatioInterval) -> String {
 /// The sweep as the 2011 i_mmap thread reported it: rate, per task, against linear scaling,
 /// and the CPU time split that shows contention (sys time climbing).
 fn scaling(out: &mut dyn Write, summaries: &[PlacementSummary]) -> Result<()> {
-    writeln!(out, "\nscaling (vs linear = rate / (smallest count's rate x tasks / that count)):")?;
+    writeln!(
+        out,
+        "\nscaling (vs linear = rate / (smallest count's rate x tasks / that count); user s and sys s: all tasks' seconds in one slice, the mean over slices):"
+    )?;
     writeln!(
         out,
         "{:>5} {:<10} {:>12} {:>10} {:>10} {:>10} {:>10}",

@@ -55,7 +55,7 @@ fn starved_baselines(report: &mut Report) {
             tasks: m.tasks,
             round: m.round,
             reason: format!(
-                "the baseline counted no work in {:.3} s, so no ratio can be formed; measure longer (--duration)",
+                "the baseline counted no whole iteration in {:.3} s, so no ratio can be formed; longer slices (fewer --slices for the --duration) or a smaller --chunk",
                 m.result.elapsed_s()
             ),
         });
@@ -110,7 +110,13 @@ fn huge_page_warnings(report: &Report) -> Vec<Warning> {
 /// overran slices, skew, CPU taken by other load.
 fn reliability_warnings(report: &Report) -> Vec<Warning> {
     let mut warnings = baseline_pressure_warnings(report);
+    let coarse = coarse_count_warnings(report);
     for summary in report.summaries() {
+        // Where the count itself is coarse, that, not interference, is what the CV shows.
+        let named = |w: &Warning| matches!(w, Warning::FewIterations { placement, .. } if *placement == summary.placement.name);
+        if coarse.iter().any(named) {
+            continue;
+        }
         // The overhead comes from the cost on CPU where it was read: its variation is what
         // limits the resolution, not the wall-clock rate's.
         let costs: Option<Vec<f64>> =
@@ -142,9 +148,47 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
             }
         }
     }
+    warnings.extend(coarse);
     warnings.extend(at_most_three_each(per_slice));
     warnings.extend(disturbed_warnings(report));
     warnings.extend(overhead_unknown_warnings(report));
+    warnings
+}
+
+/// Counts too coarse to resolve anything: a timed placement whose workers complete under ten
+/// whole iterations per slice (a --chunk as long as the slice), or fixed work done in under
+/// 0.1 s a slice. Each says the median it measured.
+fn coarse_count_warnings(report: &Report) -> Vec<Warning> {
+    let median = |mut values: Vec<f64>| -> Option<f64> {
+        values.sort_by(f64::total_cmp);
+        (!values.is_empty()).then(|| values[values.len() / 2])
+    };
+    if report.plan.iterations.is_some() {
+        let elapsed = median(report.measurements.iter().map(|m| m.result.elapsed_s() * 1e3).collect());
+        return elapsed.filter(|ms| *ms < 100.0).map(|elapsed_ms| Warning::ShortFixedWork { elapsed_ms }).into_iter().collect();
+    }
+    let mut warnings = Vec::new();
+    for summary in report.summaries() {
+        let slices: Vec<&Measurement> = report
+            .measurements
+            .iter()
+            .filter(|m| m.placement == *summary.placement && m.tasks == summary.tasks && !m.result.workers.is_empty())
+            .collect();
+        let per_worker = |m: &&Measurement| {
+            m.result.workers.iter().map(|w| w.iterations as f64).sum::<f64>() / m.result.workers.len() as f64
+        };
+        let (Some(iterations), Some(slice_ms)) = (
+            median(slices.iter().map(per_worker).collect()),
+            median(slices.iter().map(|m| m.result.elapsed_s() * 1e3).collect()),
+        ) else {
+            continue;
+        };
+        // Said once per placement, at the first task count that is coarse.
+        let said = warnings.iter().any(|w| matches!(w, Warning::FewIterations { placement, .. } if *placement == summary.placement.name));
+        if iterations < 10.0 && !said {
+            warnings.push(Warning::FewIterations { placement: summary.placement.name.clone(), iterations, slice_ms });
+        }
+    }
     warnings
 }
 

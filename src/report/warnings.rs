@@ -69,6 +69,13 @@ pub enum Warning {
     /// (no worker's schedstat or CPU clock could be read): their overhead is unknown, the
     /// throughput ratio beside it. `lacking` of `slices`, over every task count.
     OverheadUnknown { placement: String, lacking: usize, slices: usize },
+    /// A placement's workers completed few whole iterations per slice (the median over its
+    /// slices of their mean): the loop counts at each iteration's end, so a slice's count is off
+    /// by up to one iteration, and its figures are that coarse.
+    FewIterations { placement: String, iterations: f64, slice_ms: f64 },
+    /// Fixed work whose slices took under 0.1 s (the median): the start and stop signals weigh
+    /// in, and sys, counted in 10 ms clock ticks, is coarse.
+    ShortFixedWork { elapsed_ms: f64 },
     /// The control (an A/A check) came out significant: the interval does not hold on this
     /// machine now, so no verdict of this run is to be trusted.
     ControlSignificant { tasks: usize, low: f64, high: f64 },
@@ -123,14 +130,6 @@ impl fmt::Display for Warning {
                 f,
                 "{placement}: the loop counted {pages_per_fault:.0} pages per fault the kernel counted (--thp {thp}: huge pages served them), so its rate and CPU ns are per page written, not per fault"
             ),
-            Warning::Noisy { placement, unit, cv_pct, slices } => write!(
-                f,
-                "{placement}: {unit}/s varies {cv_pct:.1}% (CV) over {slices} slices, above 5%: the machine is noisy; ratios below that size are not resolved"
-            ),
-            Warning::NoisyCost { placement, unit, cv_pct, slices } => write!(
-                f,
-                "{placement}: CPU ns per {unit} varies {cv_pct:.1}% (CV) over {slices} slices, above 5%: interference while the workers ran (caches, SMT siblings, frequency); overheads below that size are not resolved, more slices narrow the interval"
-            ),
             Warning::StartSkew { placement, slice, skew_us } => write!(
                 f,
                 "{placement} {slice}: workers started {skew_us:.0} us apart, over 10% of the sampling interval"
@@ -143,10 +142,14 @@ impl fmt::Display for Warning {
                 f,
                 "{placement} {slice}: measured {measured_s:.2} s for {asked_s} s asked (stopped, or starved by overload or more tasks than the CPUs serve); its figures are flagged overran"
             ),
-            Warning::MoreSlices { .. }
+            Warning::Noisy { .. }
+            | Warning::NoisyCost { .. }
+            | Warning::MoreSlices { .. }
             | Warning::Disturbed { .. }
             | Warning::ControlSignificant { .. }
             | Warning::OverheadUnknown { .. }
+            | Warning::FewIterations { .. }
+            | Warning::ShortFixedWork { .. }
             | Warning::Starved { .. } => self.fmt_resolution(f),
             Warning::CpuTaken { .. }
             | Warning::WaitedForCpu { .. }
@@ -174,13 +177,30 @@ impl Warning {
         })
     }
 
-    /// The warnings about what the run resolves: slices counted, disturbed, the control, an
-    /// overhead unknown.
+    /// The warnings about what the run resolves: noise, slices counted, disturbed, counts too
+    /// coarse, the control, an overhead unknown.
     fn fmt_resolution(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Warning::Noisy { placement, unit, cv_pct, slices } => write!(
+                f,
+                "{placement}: {unit}/s varies {cv_pct:.1}% (CV) over {slices} slices, above 5%: the machine is noisy; ratios below that size are not resolved"
+            ),
+            Warning::NoisyCost { placement, unit, cv_pct, slices } => write!(
+                f,
+                "{placement}: CPU ns per {unit} varies {cv_pct:.1}% (CV) over {slices} slices, above 5%: interference while the workers ran (caches, SMT siblings, frequency); overheads below that size are not resolved, more slices narrow the interval"
+            ),
             Warning::Starved { placement, slice } => write!(
                 f,
-                "{placement} {slice}: the baseline counted no whole iteration (starved by other load): flagged overran, left out with the placements' slices of its round"
+                "{placement} {slice}: the baseline counted no whole iteration (other load starved it, or an iteration outlasts a slice): flagged overran, left out with the placements' slices of its round"
+            ),
+            Warning::FewIterations { placement, iterations, slice_ms } => write!(
+                f,
+                "{placement}: a worker completed {iterations:.1} iterations of its loop per {slice_ms:.0} ms slice (median): the loop counts at each iteration's end, so a slice's figures are off by up to {:.0}% and the overhead is not resolved; a smaller --chunk, or fewer, longer --slices",
+                100.0 / iterations.max(1.0)
+            ),
+            Warning::ShortFixedWork { elapsed_ms } => write!(
+                f,
+                "fixed work took {elapsed_ms:.1} ms per slice (median): under 100 ms the start and stop signals weigh in, and sys is counted in 10 ms clock ticks; ask for more --iterations"
             ),
             Warning::MoreSlices { placement, kind, more } => {
                 write!(f, "{placement}: {more} more slice(s) {kind}, as above")

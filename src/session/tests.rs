@@ -43,6 +43,8 @@ struct FakeSlicer {
     /// The warmup each set-up was given.
     warmups: Vec<std::time::Duration>,
     retired: usize,
+    /// Every rate times this (1 where None): a loop whose iteration outlasts most of a slice.
+    rate_scale: Option<f64>,
 }
 
 const SLICE_NS: u64 = 1_000_000_000;
@@ -98,7 +100,7 @@ impl Slicer for FakeSlicer {
         for notice in &self.notices {
             warn(notice.clone());
         }
-        let rate = if path.ends_with("base") { 100_000.0 } else { 90_000.0 };
+        let rate = if path.ends_with("base") { 100_000.0 } else { 90_000.0 } * self.rate_scale.unwrap_or(1.0);
         match self.answers.remove(&call) {
             None => Ok(run_of(&slice.cpus, rate, SLICE_NS)),
             Some(Answer::Overran) => {
@@ -373,7 +375,7 @@ fn a_baseline_that_never_counted_becomes_a_failure_and_one_starved_slice_is_left
     assert_eq!(report.measurements.len(), 2);
     assert_eq!(report.failures.len(), 2);
     assert!(
-        report.failures[0].reason.starts_with("the baseline counted no work in 1.000 s"),
+        report.failures[0].reason.starts_with("the baseline counted no whole iteration in 1.000 s"),
         "{}",
         report.failures[0].reason
     );
@@ -388,6 +390,23 @@ fn a_baseline_that_never_counted_becomes_a_failure_and_one_starved_slice_is_left
     let child = report.summaries().into_iter().find(|s| s.placement.name == "child").unwrap();
     assert_eq!(child.throughput_vs_baseline.unwrap().n, 1, "round 1's pair is left out");
     assert!(child.overhead_vs_baseline.is_none(), "the fake's slices have no on-CPU times");
+}
+
+#[test]
+fn a_loop_of_few_iterations_a_slice_is_said_to_resolve_nothing() {
+    // 1,000 faults/s a worker: 3 whole 256-page iterations in each 1 s slice.
+    let (mut report, leaves) = baseline_and_child(2);
+    let mut slicer = FakeSlicer { rate_scale: Some(0.01), ..Default::default() };
+    drive(&mut report, &leaves, &mut slicer);
+    let few: Vec<String> =
+        report.warnings.iter().filter(|w| matches!(w, Warning::FewIterations { .. })).map(|w| w.to_string()).collect();
+    assert_eq!(few.len(), 2, "{few:?}");
+    assert!(few[0].starts_with("base: a worker completed 3.0 iterations of its loop per 1000 ms slice (median)"), "{few:?}");
+    assert!(few[0].contains("off by up to 33%") && few[0].ends_with("a smaller --chunk, or fewer, longer --slices"));
+    // 390 iterations a slice at the fake's own rates: nothing said.
+    let (mut report, leaves) = baseline_and_child(2);
+    drive(&mut report, &leaves, &mut FakeSlicer::default());
+    assert!(!report.warnings.iter().any(|w| matches!(w, Warning::FewIterations { .. })));
 }
 
 #[test]
