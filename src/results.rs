@@ -65,6 +65,8 @@ pub struct RunFile {
     /// Placements whose overhead is unknown: no row of theirs had on-CPU times, or the file is
     /// from before them (its overhead column held the throughput ratio).
     pub without_cpu_cost: std::collections::BTreeSet<Key>,
+    /// Placements with on-CPU times in at least one row.
+    pub with_cpu_cost: std::collections::BTreeSet<Key>,
     /// --profile: the memcg family's CPU ns per fault, per slice.
     pub memcg_ns: BTreeMap<Key, Vec<Placed>>,
     /// Per row key, the settings that must agree for two files' rows to be compared.
@@ -467,7 +469,10 @@ impl RunFile {
             // An overhead without on-CPU times is an older file's throughput ratio; a slice
             // that lacks both only leaves the row's overhead to the slices that have them.
             if !cpu_cost && overhead.is_some() {
-                self.without_cpu_cost.insert(key);
+                self.without_cpu_cost.insert(key.clone());
+            }
+            if cpu_cost {
+                self.with_cpu_cost.insert(key);
             }
         }
     }
@@ -515,19 +520,20 @@ impl RunFile {
         Ok(file)
     }
 
-    /// A file whose every summary row the run itself left out has nothing to compare: say why
-    /// (a run stopped in its first round writes such a file), not that it has no rows.
-    /// A placement's rows none of which had on-CPU times: its overhead is unknown.
+    /// A placement none of whose rows had on-CPU times: its overhead is unknown for that.
+    /// (One without a baseline to pair with has them and no overhead: not this.)
     fn mark_unknown_overheads(&mut self) {
         let unknown: Vec<Key> = self
             .rates
             .keys()
-            .filter(|k| !k.placement.is_baseline() && !self.overheads.contains_key(*k))
+            .filter(|k| !k.placement.is_baseline() && !self.with_cpu_cost.contains(*k))
             .cloned()
             .collect();
         self.without_cpu_cost.extend(unknown);
     }
 
+    /// A file whose every summary row the run itself left out has nothing to compare: say why
+    /// (a run stopped in its first round writes such a file), not that it has no rows.
     fn no_rows_left(&self) -> Result<()> {
         if !self.rates.is_empty() {
             return Ok(());
@@ -972,6 +978,21 @@ mod tests {
                    anon,process,2,root,,5,,many\n";
         let err = RunFile::from_csv("x.csv".into(), bad).unwrap_err().to_string();
         assert!(err.starts_with("x.csv: row 2: faults \"many\": "), "{err}");
+    }
+
+    #[test]
+    fn an_overhead_is_unknown_only_where_no_row_had_on_cpu_times() {
+        let header = "workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline,cpu_ns_per_fault\n";
+        let unknown = |rows: &str| RunFile::from_csv("x.csv".into(), &format!("{header}{rows}")).unwrap().without_cpu_cost;
+        let child = key("anon", "process", 2, "child");
+        // --no-baseline: on-CPU times and no overhead to form.
+        assert!(unknown("anon,process,2,child,,900,,1000\nanon,process,2,child,,910,,990\n").is_empty());
+        // One slice of the child without them: the others' overhead stands.
+        let one = "anon,process,2,base,,1000,,900\nanon,process,2,child,,900,1.1,1000\n\
+                   anon,process,2,base,,1000,,900\nanon,process,2,child,,900,,\n";
+        assert!(unknown(one).is_empty());
+        // None of them: unknown.
+        assert!(unknown("anon,process,2,base,,1000,,\nanon,process,2,child,,900,,\n").contains(&child));
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change], format: Format) -> Re
 }
 
 /// What compare's marks and figures mean, under its table and its markdown.
-const COMPARISON_KEY: &str = "* rate change significant at 95%, ? not tested: a rate is tested over two or more runs a side (one run cannot see how the machine's speed drifts between runs); the overhead, a ratio within each run, over each run's cgroup instances (crew generations), or its runs where a side has several, and not for one run of one instance; every p (rates, overheads) Holm-adjusted together; CV = the rate's over the slices; ovh = placement/baseline CPU ns per fault (geometric mean over slices); its change is new/base";
+const COMPARISON_KEY: &str = "* rate change significant at 95%, ? not tested: a rate is tested over two or more runs a side (one run cannot see how the machine's speed drifts between runs); the overhead, a ratio within each run, over each run's cgroup instances (crew generations), or its runs where a side has several, and not for one run of one instance; every p (rates, overheads) Holm-adjusted together; CV = the rate's over the slices; ovh = placement/baseline CPU ns per fault, each run's own overhead (the geometric mean over its cgroup instances), the mean over a side's runs; its change is new/base";
 
 /// `*` where the change is significant, `?` where a side cannot say what its next run gives.
 fn mark(change: &Change) -> &'static str {

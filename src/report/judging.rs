@@ -55,7 +55,7 @@ fn starved_baselines(report: &mut Report) {
             tasks: m.tasks,
             round: m.round,
             reason: format!(
-                "the baseline counted no whole iteration in {:.3} s, so no ratio can be formed; longer slices (fewer --slices for the --duration) or a smaller --chunk",
+                "the baseline counted no whole iteration in {:.3} s, so no ratio can be formed; longer slices (fewer --slices; at one slice, a longer --duration) or a smaller --chunk",
                 m.result.elapsed_s()
             ),
         });
@@ -113,8 +113,14 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
     let coarse = coarse_count_warnings(report);
     for summary in report.summaries() {
         // Where the count itself is coarse, that, not interference, is what the CV shows.
-        let named = |w: &Warning| matches!(w, Warning::FewIterations { placement, .. } if *placement == summary.placement.name);
-        if coarse.iter().any(named) {
+        let coarse_here = |w: &Warning| match w {
+            Warning::FewIterations { placement, tasks, .. } => {
+                *placement == summary.placement.name && tasks.is_none_or(|t| t == summary.tasks)
+            }
+            Warning::ShortFixedWork { .. } => true,
+            _ => false,
+        };
+        if coarse.iter().any(coarse_here) {
             continue;
         }
         // The overhead comes from the cost on CPU where it was read: its variation is what
@@ -156,17 +162,15 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
 }
 
 /// Counts too coarse to resolve anything: a timed placement whose workers complete under ten
-/// whole iterations per slice (a --chunk as long as the slice), or fixed work done in under
-/// 0.1 s a slice. Each says the median it measured.
+/// whole iterations per slice at a task count (a --chunk as long as the slice), or fixed work
+/// done in under 0.1 s a slice. Each says the median it measured.
 fn coarse_count_warnings(report: &Report) -> Vec<Warning> {
-    let median = |mut values: Vec<f64>| -> Option<f64> {
-        values.sort_by(f64::total_cmp);
-        (!values.is_empty()).then(|| values[values.len() / 2])
-    };
+    let median = |values: Vec<f64>| crate::stats::summarize(&values).map(|s| s.median);
     if report.plan.iterations.is_some() {
         let elapsed = median(report.measurements.iter().map(|m| m.result.elapsed_s() * 1e3).collect());
         return elapsed.filter(|ms| *ms < 100.0).map(|elapsed_ms| Warning::ShortFixedWork { elapsed_ms }).into_iter().collect();
     }
+    let sweep = report.plan.task_counts.len() > 1;
     let mut warnings = Vec::new();
     for summary in report.summaries() {
         let slices: Vec<&Measurement> = report
@@ -183,10 +187,13 @@ fn coarse_count_warnings(report: &Report) -> Vec<Warning> {
         ) else {
             continue;
         };
-        // Said once per placement, at the first task count that is coarse.
-        let said = warnings.iter().any(|w| matches!(w, Warning::FewIterations { placement, .. } if *placement == summary.placement.name));
-        if iterations < 10.0 && !said {
-            warnings.push(Warning::FewIterations { placement: summary.placement.name.clone(), iterations, slice_ms });
+        if iterations < 10.0 {
+            warnings.push(Warning::FewIterations {
+                placement: summary.placement.name.clone(),
+                tasks: sweep.then_some(summary.tasks),
+                iterations,
+                slice_ms,
+            });
         }
     }
     warnings

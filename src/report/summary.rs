@@ -129,15 +129,17 @@ impl Report {
     }
 
     /// `siblings:N`: each sibling cgroup's rate (its workers' units over the slice, mean over
-    /// the slices), in sibling order.
+    /// the slices), in sibling order. A sibling is one name (`sibling1`, ...) across the
+    /// generations, each of which made its own; its path is the first generation's.
     pub fn per_cgroup(&self, placement: &Placement, tasks: usize) -> Vec<CgroupRate> {
         let mut rates: Vec<CgroupRate> = Vec::new();
         let measurements: Vec<&Measurement> = self.of(placement, tasks).collect();
+        let sibling = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
         for m in &measurements {
             for worker in &m.result.workers {
                 let Some(path) = &worker.cgroup_path else { continue };
                 let rate = worker.loop_faults as f64 / m.result.elapsed_s() / measurements.len() as f64;
-                match rates.iter_mut().find(|r| &r.cgroup_path == path) {
+                match rates.iter_mut().find(|r| sibling(&r.cgroup_path) == sibling(path)) {
                     Some(entry) => entry.faults_per_sec += rate,
                     None => rates.push(CgroupRate { cgroup_path: path.clone(), tasks: 0, faults_per_sec: rate }),
                 }
@@ -145,8 +147,13 @@ impl Report {
         }
         if let Some(first) = measurements.first() {
             for entry in &mut rates {
-                entry.tasks =
-                    first.result.workers.iter().filter(|w| w.cgroup_path.as_ref() == Some(&entry.cgroup_path)).count();
+                let name = sibling(&entry.cgroup_path);
+                entry.tasks = first
+                    .result
+                    .workers
+                    .iter()
+                    .filter(|w| w.cgroup_path.as_deref().is_some_and(|p| sibling(p) == name))
+                    .count();
             }
         }
         rates.sort_by_key(|r| {

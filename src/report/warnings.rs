@@ -72,7 +72,8 @@ pub enum Warning {
     /// A placement's workers completed few whole iterations per slice (the median over its
     /// slices of their mean): the loop counts at each iteration's end, so a slice's count is off
     /// by up to one iteration, and its figures are that coarse.
-    FewIterations { placement: String, iterations: f64, slice_ms: f64 },
+    /// `tasks` in a sweep, where each task count is judged on its own.
+    FewIterations { placement: String, tasks: Option<usize>, iterations: f64, slice_ms: f64 },
     /// Fixed work whose slices took under 0.1 s (the median): the start and stop signals weigh
     /// in, and sys, counted in 10 ms clock ticks, is coarse.
     ShortFixedWork { elapsed_ms: f64 },
@@ -193,10 +194,17 @@ impl Warning {
                 f,
                 "{placement} {slice}: the baseline counted no whole iteration (other load starved it, or an iteration outlasts a slice): flagged overran, left out with the placements' slices of its round"
             ),
-            Warning::FewIterations { placement, iterations, slice_ms } => write!(
+            Warning::FewIterations { placement, tasks, iterations, slice_ms } => write!(
                 f,
-                "{placement}: a worker completed {iterations:.1} iterations of its loop per {slice_ms:.0} ms slice (median): the loop counts at each iteration's end, so a slice's figures are off by up to {:.0}% and the overhead is not resolved; a smaller --chunk, or fewer, longer --slices",
-                100.0 / iterations.max(1.0)
+                "{placement}{}: a worker completed {iterations:.1} whole iterations of its loop per {slice_ms:.0} ms slice (median): {}; a smaller --chunk, or longer slices (fewer --slices; at one slice, a longer --duration)",
+                tasks.map(|t| format!(" at {}", crate::text::plural(t, "task"))).unwrap_or_default(),
+                match *iterations < 1.0 {
+                    true => "most slices counted none, so its figures are not measured".to_string(),
+                    false => format!(
+                        "the loop counts at each iteration's end, so a slice's figures are off by up to {:.0}% and the overhead is not resolved",
+                        100.0 / iterations
+                    ),
+                }
             ),
             Warning::ShortFixedWork { elapsed_ms } => write!(
                 f,
