@@ -44,9 +44,10 @@ pub enum Command {
     },
     /// Compare runs: BASE against NEW (and more), matched by workload, mode, tasks, placement
     Compare {
-        /// The baseline run's --csv or --json file
+        /// The baseline run's --csv or --json file, or several runs of one kernel joined by
+        /// commas (a1.json,a2.json,a3.json): the run is then the unit of the test
         base: String,
-        /// Runs to compare with it
+        /// Runs to compare with it, each one file or several joined by commas
         #[arg(required = true)]
         new: Vec<String>,
         #[arg(long, value_enum, default_value_t = Format::Table)]
