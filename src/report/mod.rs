@@ -412,6 +412,25 @@ mod tests {
     use fixture::synthetic_report;
 
     #[test]
+    fn a_sibling_is_one_entry_across_the_generations_that_made_it_anew() {
+        // Two rounds, each of its own generation: sibling1 and sibling2 under g1, then under g2.
+        let mut report = synthetic_report(&[(100_000.0, 90_000.0), (100_000.0, 80_000.0)]);
+        for m in report.measurements.iter_mut().filter(|m| !m.placement.is_baseline()) {
+            m.generation = m.round;
+            for (index, worker) in m.result.workers.iter_mut().enumerate() {
+                worker.cgroup_path = Some(format!("/base/fs-siblings2-g{}/sibling{}", m.round, index + 1));
+            }
+        }
+        let child = report.plan.placements[1].clone();
+        let rates = report.per_cgroup(&child, 2);
+        let names: Vec<(&str, usize)> = rates.iter().map(|r| (r.cgroup_path.as_str(), r.tasks)).collect();
+        assert_eq!(names, [("/base/fs-siblings2-g1/sibling1", 1), ("/base/fs-siblings2-g1/sibling2", 1)]);
+        // Each the mean over both slices of its half: together the placement's mean rate.
+        let sum: f64 = rates.iter().map(|r| r.faults_per_sec).sum();
+        assert!((sum - 85_000.0).abs() < 1.0, "{sum}");
+    }
+
+    #[test]
     fn the_memcg_cost_interval_stops_at_zero() {
         // Two slices, memcg 1% and 40% of the samples: the t interval (t = 12.7 at 1 degree of
         // freedom) reaches far below 0 ns, which no cost can be.
