@@ -388,7 +388,14 @@ fn overhead_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSu
             0 => String::new(),
             _ => format!("; over the {} of {slices} slices with on-CPU times", slices - lacking),
         };
-        let basis = format!("; from CPU ns per {}{throughput}{over}", report.unit.singular());
+        // The table carries what a warning on stderr says of this line's counts.
+        let coarse = report.warnings.iter().any(|w| {
+            matches!(w, crate::report::Warning::FewIterations { placement, tasks, .. }
+                if (*placement == summary.placement.name || *placement == report.baseline_name())
+                    && tasks.is_none_or(|t| t == summary.tasks))
+        });
+        let coarse = if coarse { "; not resolved: under ten whole iterations a slice (see the warning)" } else { "" };
+        let basis = format!("; from CPU ns per {}{throughput}{over}{coarse}", report.unit.singular());
         writeln!(
             out,
             "{}/{} overhead{at}: {:.1}%{ci}{basis}",
@@ -618,4 +625,29 @@ fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement, 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::report::Warning;
+    use crate::report::fixture::synthetic_report;
+
+    #[test]
+    fn an_overhead_of_coarse_counts_says_so_on_its_own_line() {
+        let table = |report: &crate::report::Report| {
+            let mut out = Vec::new();
+            super::write(&mut out, report).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let mut report = synthetic_report(&[(100_000.0, 90_000.0), (100_000.0, 90_000.0)]);
+        for worker in report.measurements.iter_mut().flat_map(|m| m.result.workers.iter_mut()) {
+            worker.on_cpu_ns = Some(2_000_000_000);
+        }
+        let line = |text: &str| text.lines().find(|l| l.starts_with("base/child overhead")).map(str::to_string);
+        assert!(!line(&table(&report)).unwrap().contains("not resolved"));
+        let few = Warning::FewIterations { placement: "child".into(), tasks: None, iterations: 3.0, slice_ms: 25.0 };
+        report.warnings.push(few);
+        let said = line(&table(&report)).unwrap();
+        assert!(said.ends_with("; not resolved: under ten whole iterations a slice (see the warning)"), "{said}");
+    }
 }
