@@ -389,12 +389,12 @@ fn overhead_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSu
             _ => format!("; over the {} of {slices} slices with on-CPU times", slices - lacking),
         };
         // The table carries what a warning on stderr says of this line's counts.
-        let coarse = report.warnings.iter().any(|w| {
-            matches!(w, crate::report::Warning::FewIterations { placement, tasks, .. }
-                if (*placement == summary.placement.name || *placement == report.baseline_name())
-                    && tasks.is_none_or(|t| t == summary.tasks))
-        });
-        let coarse = if coarse { "; not resolved: under ten whole iterations a slice (see the warning)" } else { "" };
+        let names = [summary.placement.name.as_str(), report.baseline_name()];
+        let coarse = match report.warnings.iter().find(|w| names.iter().any(|name| w.coarsens(name, summary.tasks))) {
+            Some(crate::report::Warning::ShortFixedWork { .. }) => "; not resolved: fixed work under 0.1 s a slice (see the warning)",
+            Some(_) => "; not resolved: under ten whole iterations a slice (see the warning)",
+            None => "",
+        };
         let basis = format!("; from CPU ns per {}{throughput}{over}{coarse}", report.unit.singular());
         writeln!(
             out,

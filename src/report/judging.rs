@@ -113,14 +113,7 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
     let coarse = coarse_count_warnings(report);
     for summary in report.summaries() {
         // Where the count itself is coarse, that, not interference, is what the CV shows.
-        let coarse_here = |w: &Warning| match w {
-            Warning::FewIterations { placement, tasks, .. } => {
-                *placement == summary.placement.name && tasks.is_none_or(|t| t == summary.tasks)
-            }
-            Warning::ShortFixedWork { .. } => true,
-            _ => false,
-        };
-        if coarse.iter().any(coarse_here) {
+        if coarse.iter().any(|w| w.coarsens(&summary.placement.name, summary.tasks)) {
             continue;
         }
         // The overhead comes from the cost on CPU where it was read: its variation is what
@@ -172,11 +165,12 @@ fn coarse_count_warnings(report: &Report) -> Vec<Warning> {
     }
     let sweep = report.plan.task_counts.len() > 1;
     let mut warnings = Vec::new();
-    for summary in report.summaries() {
+    // Every slice, counted or not: a starved one is what a coarse count looks like.
+    for (placement, tasks) in report.plan.placements.iter().flat_map(|p| report.task_counts().into_iter().map(move |t| (p, t))) {
         let slices: Vec<&Measurement> = report
             .measurements
             .iter()
-            .filter(|m| m.placement == *summary.placement && m.tasks == summary.tasks && !m.result.workers.is_empty())
+            .filter(|m| m.placement == *placement && m.tasks == tasks && !m.result.workers.is_empty())
             .collect();
         let per_worker = |m: &&Measurement| {
             m.result.workers.iter().map(|w| w.iterations as f64).sum::<f64>() / m.result.workers.len() as f64
@@ -189,8 +183,8 @@ fn coarse_count_warnings(report: &Report) -> Vec<Warning> {
         };
         if iterations < 10.0 {
             warnings.push(Warning::FewIterations {
-                placement: summary.placement.name.clone(),
-                tasks: sweep.then_some(summary.tasks),
+                placement: placement.name.clone(),
+                tasks: sweep.then_some(tasks),
                 iterations,
                 slice_ms,
             });

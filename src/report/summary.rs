@@ -134,7 +134,9 @@ impl Report {
     pub fn per_cgroup(&self, placement: &Placement, tasks: usize) -> Vec<CgroupRate> {
         let mut rates: Vec<CgroupRate> = Vec::new();
         let measurements: Vec<&Measurement> = self.of(placement, tasks).collect();
-        let sibling = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
+        fn sibling(path: &str) -> &str {
+            path.rsplit('/').next().unwrap_or(path)
+        }
         for m in &measurements {
             for worker in &m.result.workers {
                 let Some(path) = &worker.cgroup_path else { continue };

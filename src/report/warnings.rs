@@ -178,6 +178,18 @@ impl Warning {
         })
     }
 
+    /// Whether this says the counts of `placement` at `tasks` are too coarse to resolve its
+    /// figures: few iterations a slice there, or fixed work too short anywhere.
+    pub fn coarsens(&self, placement: &str, tasks: usize) -> bool {
+        match self {
+            Warning::FewIterations { placement: said, tasks: at, .. } => {
+                said == placement && at.is_none_or(|at| at == tasks)
+            }
+            Warning::ShortFixedWork { .. } => true,
+            _ => false,
+        }
+    }
+
     /// The warnings about what the run resolves: noise, slices counted, disturbed, counts too
     /// coarse, the control, an overhead unknown.
     fn fmt_resolution(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
