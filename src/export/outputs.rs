@@ -17,9 +17,9 @@ use crate::sink::{self, OutputPath, Sink};
 struct Output {
     format: &'static dyn Exporter,
     sink: Sink,
-    /// A checkpoint put slices in it, so the final write must replace them even when a stop
-    /// signal left no round complete.
-    checkpointed: bool,
+    /// The slices a checkpoint put in it: the final write must replace them even when a stop
+    /// signal left no round complete, and where that write fails, the file still holds them.
+    checkpointed: Option<usize>,
 }
 
 /// The files a run writes: opened before it starts, rewritten after every slice, written whole
@@ -54,7 +54,7 @@ impl Outputs {
                     .map_err(error::usage)?;
             }
             refuse_profile_files(plan, &sink).map_err(error::usage)?;
-            files.push(Output { format: *format, sink, checkpointed: false });
+            files.push(Output { format: *format, sink, checkpointed: None });
         }
         Sink::check_distinct(&mut files.iter_mut().map(|f| &mut f.sink).collect::<Vec<_>>()).map_err(error::usage)?;
         Ok(Outputs {
@@ -93,7 +93,7 @@ impl Outputs {
         let mut errors = Vec::new();
         for file in &mut self.files {
             match file.sink.checkpoint(|out| file.format.write(out, report, &settings)) {
-                Ok(()) => file.checkpointed = true,
+                Ok(()) => file.checkpointed = Some(report.measurements.len()),
                 Err(e) => errors.push(e),
             }
         }
@@ -112,10 +112,19 @@ impl Outputs {
     pub fn write(self, report: &Report) -> bool {
         let mut all_written = true;
         for file in self.files {
-            if (!report.measurements.is_empty() || file.checkpointed)
+            if (!report.measurements.is_empty() || file.checkpointed.is_some())
                 && let Err(e) = file.sink.write_with(|out| file.format.write(out, report, &self.settings))
             {
-                say!("faultscale: error: {e:#}");
+                // The file is left as the last checkpoint wrote it, which not every format marks
+                // as partial (the samples have no state column): say what it holds.
+                let kept = match file.checkpointed {
+                    Some(slices) => format!(
+                        "; the file keeps the checkpoint of {slices} of the {} slices measured",
+                        report.measurements.len()
+                    ),
+                    None => String::new(),
+                };
+                say!("faultscale: error: {e:#}{kept}");
                 all_written = false;
             }
         }
