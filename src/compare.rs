@@ -49,7 +49,7 @@ pub struct Change {
     pub new_cv_pct: Option<f64>,
     pub base_overhead_pct: Option<f64>,
     pub new_overhead_pct: Option<f64>,
-    /// The overhead's change, new over base (geometric means of the per-slice overheads), in
+    /// The overhead's change, new over base (each side's overhead, `stats::overhead_interval`), in
     /// percent, with its 95% interval (on the log overheads, each side's standard error over its
     /// units).
     pub overhead_change_pct: Option<f64>,
@@ -153,7 +153,7 @@ fn side_estimate(
 
 /// A side's point figure for the table: the mean over its runs of each run's mean, None where
 /// no run has the row. A ratio's run mean is the run's own overhead (`overhead_interval`: the
-/// geometric mean over its units, so unequal generations weigh as the run's table weighs them);
+/// geometric mean over its units' trimmed means, so unequal generations weigh as the run's table weighs them);
 /// a rate's is the mean over slices, as the run's table has it.
 fn side_mean(
     side: &Side,

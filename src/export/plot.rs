@@ -14,7 +14,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::results::{Key, RunFile, is_baseline};
-use crate::stats::{geometric_interval, summarize};
+use crate::stats::{overhead_interval, summarize};
 use crate::text::thousands;
 
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
@@ -246,8 +246,8 @@ where
 {
     // One task count: the smallest, so a sweep file still gives a readable bar chart.
     let tasks = file.rates.keys().map(|k| k.tasks).min().ok_or("no rows to plot")?;
-    // Each bar is labelled with the one overhead figure: the geometric mean of the per-slice
-    // placement/baseline CPU ns per fault, as the table and the CSV give it; none where the file
+    // Each bar is labelled with the one overhead figure (`overhead_interval`: over the cgroup
+    // instances, each its rounds' trimmed mean), as the table gives it; none where the file
     // has no on-CPU times (an older file's overhead column held the throughput ratio).
     let bars: Vec<(String, f64, f64, Option<f64>)> = file
         .rates
@@ -259,7 +259,7 @@ where
                 .overheads
                 .get(k)
                 .filter(|_| !file.without_cpu_cost.contains(k))
-                .and_then(|o| geometric_interval(&crate::stats::values(o)))
+                .and_then(|o| overhead_interval(o))
                 .map(|i| i.mean);
             Some((
                 format!("{}{}", scope(file, k), k.placement.name()),

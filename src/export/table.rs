@@ -217,8 +217,8 @@ fn placement_rows(
             false => Some(rate),
         };
         let error = spread.and_then(|s| s.measured(s.rse_pct)).map_or_else(|| "-".into(), |rse| format!("{rse:.1}%"));
-        // The one overhead estimator: the geometric mean over rounds of the placement/baseline
-        // CPU ns per fault, the same number as the overhead line below and the CSV's. Without
+        // The one overhead estimator (`stats::overhead_interval`) over the rounds' placement/
+        // baseline CPU ns per fault, the same number as the overhead line below. Without
         // on-CPU times it is unknown, and the overhead line says why.
         let overhead = match (summary.placement.is_baseline(), summary.overhead_vs_baseline) {
             (true, _) => "100%".to_string(),

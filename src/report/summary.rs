@@ -12,8 +12,8 @@ use crate::stats;
 
 impl Report {
     /// `siblings:N` against one plain cgroup at the same depth and task count (`child`, when the
-    /// run has it): the siblings' CPU ns per fault over child's, per round, as the geometric
-    /// mean with its 95% interval; unknown (None) without on-CPU times, as every overhead.
+    /// run has it): the siblings' CPU ns per fault over child's, per round, summed up as every
+    /// overhead is (`stats::overhead_interval`) with its 95% interval; unknown (None) without on-CPU times, as every overhead.
     /// This isolates the switching between memcgs from the depth.
     pub fn siblings_vs_child(&self, placement: &Placement, tasks: usize) -> Option<stats::RatioInterval> {
         if placement.siblings == 0 {
@@ -353,8 +353,8 @@ pub struct PlacementSummary<'a> {
     pub tasks: usize,
     pub cgroup_path: &'a str,
     pub faults_per_sec: stats::Summary,
-    /// This placement's CPU ns per fault over the baseline's, per round: the geometric mean
-    /// with its 95% interval (`stats::overhead_interval`), over the rounds where both have
+    /// This placement's CPU ns per fault over the baseline's, per round, summed up with its 95%
+    /// interval by `stats::overhead_interval` (over cgroup instances, each its rounds' trimmed mean), over the rounds where both have
     /// on-CPU times; None (unknown) where none has (`Report::overhead_unknown`).
     pub overhead_vs_baseline: Option<stats::RatioInterval>,
     /// The share of the measured time in slices that counted (`Report::counted`).
@@ -367,8 +367,8 @@ pub struct PlacementSummary<'a> {
     pub cpu_ns_per_fault: Option<f64>,
     /// Its statistics over the slices (the table's `+-` is their rse_pct).
     pub cpu_ns_per_fault_stats: Option<stats::Summary>,
-    /// Baseline throughput / this throughput per slice (wall-clock rates), the geometric mean
-    /// with its 95% interval: beside the overhead, which counts CPU time only.
+    /// Baseline throughput / this throughput per slice (wall-clock rates), summed up as the
+    /// overhead is, with its 95% interval: beside the overhead, which counts CPU time only.
     pub throughput_vs_baseline: Option<stats::RatioInterval>,
     /// Where the workers' time went, summed over the slices.
     pub time: Option<TimeSplit>,
