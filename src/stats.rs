@@ -262,6 +262,28 @@ pub fn trimmed_mean(values: &[f64]) -> Option<f64> {
 /// at the trimmed ends, over 1 - 2 x the trimmed share: the trimmed mean's standard error),
 /// with `units` 1 saying so.
 pub fn unit_mean(values: &[Placed]) -> Option<UnitMean> {
+    let units = by_unit(values);
+    if units.len() < 2 {
+        return one_unit_mean(values);
+    }
+    let means: Vec<f64> = units.iter().map(|members| trimmed_mean(members)).collect::<Option<_>>()?;
+    over_units(&means, values.len())
+}
+
+/// `unit_mean` with each unit's plain mean, nothing trimmed (one unit: `block_mean`): what
+/// the trimmed figure is checked against (`plain_overhead_interval`).
+pub fn plain_unit_mean(values: &[Placed]) -> Option<UnitMean> {
+    let units = by_unit(values);
+    if units.len() < 2 {
+        let block = block_mean(&values.iter().map(|v| (v.round, v.value)).collect::<Vec<_>>())?;
+        return Some(UnitMean { n: block.n, units: 1, mean: block.mean, standard_error: block.standard_error, df: block.df });
+    }
+    let means: Vec<f64> = units.iter().map(|members| members.iter().sum::<f64>() / members.len() as f64).collect();
+    over_units(&means, values.len())
+}
+
+/// The values of each unit, units in the order first seen.
+fn by_unit(values: &[Placed]) -> Vec<Vec<f64>> {
     let mut units: Vec<(u32, Vec<f64>)> = Vec::new();
     for v in values {
         match units.iter_mut().find(|(unit, _)| *unit == v.unit) {
@@ -269,13 +291,14 @@ pub fn unit_mean(values: &[Placed]) -> Option<UnitMean> {
             None => units.push((v.unit, vec![v.value])),
         }
     }
-    if units.len() < 2 {
-        return one_unit_mean(values);
-    }
-    let means: Vec<f64> = units.iter().map(|(_, members)| trimmed_mean(members)).collect::<Option<_>>()?;
-    let summary = summarize(&means)?;
+    units.into_iter().map(|(_, members)| members).collect()
+}
+
+/// The mean of two or more units' figures, with Student's t at units less one.
+fn over_units(means: &[f64], n: usize) -> Option<UnitMean> {
+    let summary = summarize(means)?;
     Some(UnitMean {
-        n: values.len(),
+        n,
         units: means.len(),
         mean: summary.mean,
         standard_error: Some(summary.stddev / (summary.n as f64).sqrt()),
@@ -387,6 +410,15 @@ pub fn overhead_interval(ratios: &[Placed]) -> Option<RatioInterval> {
     let logs: Vec<Placed> =
         ratios.iter().map(|p| Some(Placed { value: positive_log(p.value)?, ..*p })).collect::<Option<_>>()?;
     unit_mean(&logs).map(RatioInterval::of_logs)
+}
+
+/// `overhead_interval` with nothing trimmed: each unit's plain mean of the log ratios. Where
+/// its interval excludes the trimmed figure, a minority of slices at one end cost far more (or
+/// less) than the rest, and the run says so (`Warning::TailsTrimmed`).
+pub fn plain_overhead_interval(ratios: &[Placed]) -> Option<RatioInterval> {
+    let logs: Vec<Placed> =
+        ratios.iter().map(|p| Some(Placed { value: positive_log(p.value)?, ..*p })).collect::<Option<_>>()?;
+    plain_unit_mean(&logs).map(RatioInterval::of_logs)
 }
 
 /// One run's estimate as `compare` tests it: a mean (of logs, for rates and ratios) with its

@@ -151,6 +151,31 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
     warnings.extend(at_most_three_each(per_slice));
     warnings.extend(disturbed_warnings(report));
     warnings.extend(overhead_unknown_warnings(report));
+    warnings.extend(tails_trimmed_warnings(report));
+    warnings
+}
+
+/// Where the overhead's plain mean, interval and all, excludes the trimmed figure given: the
+/// trimming left out slices that differ from the rest by more than noise, and the run says
+/// both figures.
+fn tails_trimmed_warnings(report: &Report) -> Vec<Warning> {
+    let sweep = report.plan.task_counts.len() > 1;
+    let mut warnings = Vec::new();
+    for summary in report.summaries().iter().filter(|s| !s.placement.is_baseline()) {
+        let Some(trimmed) = summary.overhead_vs_baseline else { continue };
+        let ratios = report.overhead_ratios(summary.placement, summary.tasks);
+        let Some(plain) = crate::stats::plain_overhead_interval(&ratios) else { continue };
+        if let (true, Some(low), Some(high)) = (plain.excludes(trimmed.mean), plain.low, plain.high) {
+            warnings.push(Warning::TailsTrimmed {
+                placement: summary.placement.name.clone(),
+                tasks: sweep.then_some(summary.tasks),
+                trimmed_pct: 100.0 * trimmed.mean,
+                plain_pct: 100.0 * plain.mean,
+                low_pct: 100.0 * low,
+                high_pct: 100.0 * high,
+            });
+        }
+    }
     warnings
 }
 
@@ -370,4 +395,44 @@ fn cpu_time_warnings(report: &Report, m: &Measurement, cpu: usize, workers: &[&r
         });
     }
     warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::synthetic_report;
+
+    /// 200 rounds at 1,000,000 faults/s with 0.5% noise; the child's cost 1.5x in the rounds
+    /// `costly` picks and 1/1.5 in those `cheap` picks. Every worker on its CPU the whole slice.
+    fn child_with_tails(costly: fn(usize) -> bool, cheap: fn(usize) -> bool) -> Report {
+        let rates: Vec<(f64, f64)> = (0..200)
+            .map(|i| {
+                let noise = 1.0 + 0.005 * ((i * 7919) % 13) as f64 / 13.0;
+                let factor = if costly(i) { 1.0 / 1.5 } else if cheap(i) { 1.5 } else { 1.0 };
+                (1e6, 1e6 * noise * factor)
+            })
+            .collect();
+        let mut report = synthetic_report(&rates);
+        for worker in report.measurements.iter_mut().flat_map(|m| m.result.workers.iter_mut()) {
+            worker.on_cpu_ns = Some(2_000_000_000);
+        }
+        report
+    }
+
+    #[test]
+    fn a_minority_of_costly_slices_that_trimming_leaves_out_is_said_with_the_plain_mean() {
+        // One round in ten costs 1.5x: the trimmed figure is about 100%, the plain mean about 104%.
+        let report = child_with_tails(|i| i % 10 == 3, |_| false);
+        let warnings = tails_trimmed_warnings(&report);
+        let [Warning::TailsTrimmed { placement, trimmed_pct, plain_pct, low_pct, .. }] = warnings.as_slice() else {
+            panic!("{warnings:?}");
+        };
+        assert_eq!(placement, "child");
+        assert!(*trimmed_pct < 101.0 && *plain_pct > 103.0 && *low_pct > *trimmed_pct, "{warnings:?}");
+        eprintln!("{}", warnings[0]);
+        assert!(warnings[0].to_string().contains("cost far more than the rest"), "{}", warnings[0]);
+        // Tails on both sides, as a shared machine's noise gives them: the two agree, nothing said.
+        let both = child_with_tails(|i| i % 10 == 3, |i| i % 10 == 8);
+        assert_eq!(tails_trimmed_warnings(&both), Vec::<Warning>::new());
+    }
 }

@@ -172,6 +172,12 @@ impl Report {
         stats::summarize(&costs)
     }
 
+    /// The placement's CPU ns per fault over the baseline's in each counted round that has
+    /// both, in its place: what `stats::overhead_interval` sums up.
+    pub fn overhead_ratios(&self, placement: &Placement, tasks: usize) -> Vec<stats::Placed> {
+        self.of(placement, tasks).filter_map(|m| Some(m.placed(self.overhead_vs_baseline(m)?))).collect()
+    }
+
     fn throughput_interval(&self, placement: &Placement, tasks: usize) -> Option<stats::RatioInterval> {
         let ratios: Vec<stats::Placed> =
             self.of(placement, tasks).filter_map(|m| Some(m.placed(self.throughput_vs_baseline(m)?))).collect();
@@ -204,8 +210,7 @@ impl Report {
             for placement in &self.plan.placements {
                 let rates: Vec<f64> = self.of(placement, tasks).map(Measurement::faults_per_sec).collect();
                 let Some(rate) = stats::summarize(&rates) else { continue };
-                let overheads: Vec<stats::Placed> =
-                    self.of(placement, tasks).filter_map(|m| Some(m.placed(self.overhead_vs_baseline(m)?))).collect();
+                let overheads = self.overhead_ratios(placement, tasks);
                 let mean_seconds = |get: fn(&WorkerResult) -> u64| {
                     let slices: Vec<f64> = self
                         .of(placement, tasks)
