@@ -369,6 +369,9 @@ pub fn plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<Outc
     if run.duplicates > 0 {
         say!("faultscale: warning: {}", results::duplicates_note(&run));
     }
+    for note in results::trimmed_tail_notes(&run) {
+        say!("faultscale: warning: {note}");
+    }
     if run.overran > 0 {
         say!(
             "faultscale: warning: {}: {} slice(s) overran their time (stopped or starved) and are left out, as in the run's own table",

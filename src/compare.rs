@@ -369,6 +369,10 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
     for file in [base, new].into_iter().filter(|f| f.duplicates > 0) {
         warnings.push(crate::results::duplicates_note(file));
     }
+    // Once for a file compared with itself.
+    for file in [base, new].into_iter().take(if base.name == new.name { 1 } else { 2 }) {
+        warnings.extend(crate::results::trimmed_tail_notes(file));
+    }
     for (file, other) in [(base, new), (new, base)] {
         let unmatched: Vec<String> =
             file.rates.keys().filter(|k| !other.rates.contains_key(k)).map(Key::label).collect();

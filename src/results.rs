@@ -232,6 +232,19 @@ pub fn duplicates_note(file: &RunFile) -> String {
     )
 }
 
+/// Per row, where trimming left out a cost on one side (`stats::trimmed_tail`): what the run
+/// itself warned of, said again wherever its figures are read back (compare, plot).
+pub fn trimmed_tail_notes(file: &RunFile) -> Vec<String> {
+    file.overheads
+        .iter()
+        .filter(|(key, _)| !file.without_cpu_cost.contains(key))
+        .filter_map(|(key, ratios)| {
+            let tail = crate::stats::trimmed_tail(ratios)?;
+            Some(format!("{}: {}: {}", file.name, key.label(), tail.described()))
+        })
+        .collect()
+}
+
 /// A file whose rows disagree on a setting or a machine fact: two runs in one file, which no
 /// figure of `compare` or `plot` may mix. The user's input (exit 2), not a failure.
 fn mixed(message: String) -> anyhow::Error {

@@ -161,19 +161,11 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
 fn tails_trimmed_warnings(report: &Report) -> Vec<Warning> {
     let sweep = report.plan.task_counts.len() > 1;
     let mut warnings = Vec::new();
-    for summary in report.summaries().iter().filter(|s| !s.placement.is_baseline()) {
-        let Some(trimmed) = summary.overhead_vs_baseline else { continue };
-        let ratios = report.overhead_ratios(summary.placement, summary.tasks);
-        let Some(plain) = crate::stats::plain_overhead_interval(&ratios) else { continue };
-        if let (true, Some(low), Some(high)) = (plain.excludes(trimmed.mean), plain.low, plain.high) {
-            warnings.push(Warning::TailsTrimmed {
-                placement: summary.placement.name.clone(),
-                tasks: sweep.then_some(summary.tasks),
-                trimmed_pct: 100.0 * trimmed.mean,
-                plain_pct: 100.0 * plain.mean,
-                low_pct: 100.0 * low,
-                high_pct: 100.0 * high,
-            });
+    for placement in report.plan.placements.iter().filter(|p| !p.is_baseline()) {
+        for tasks in report.task_counts() {
+            if let Some(tail) = crate::stats::trimmed_tail(&report.overhead_ratios(placement, tasks)) {
+                warnings.push(Warning::TailsTrimmed { placement: placement.name.clone(), tasks: sweep.then_some(tasks), tail });
+            }
         }
     }
     warnings
@@ -424,11 +416,11 @@ mod tests {
         // One round in ten costs 1.5x: the trimmed figure is about 100%, the plain mean about 104%.
         let report = child_with_tails(|i| i % 10 == 3, |_| false);
         let warnings = tails_trimmed_warnings(&report);
-        let [Warning::TailsTrimmed { placement, trimmed_pct, plain_pct, low_pct, .. }] = warnings.as_slice() else {
+        let [Warning::TailsTrimmed { placement, tail, .. }] = warnings.as_slice() else {
             panic!("{warnings:?}");
         };
         assert_eq!(placement, "child");
-        assert!(*trimmed_pct < 101.0 && *plain_pct > 103.0 && *low_pct > *trimmed_pct, "{warnings:?}");
+        assert!(tail.trimmed < 1.01 && tail.plain > 1.03 && tail.low > tail.trimmed, "{warnings:?}");
         eprintln!("{}", warnings[0]);
         assert!(warnings[0].to_string().contains("cost far more than the rest"), "{}", warnings[0]);
         // Tails on both sides, as a shared machine's noise gives them: the two agree, nothing said.

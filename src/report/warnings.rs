@@ -77,7 +77,7 @@ pub enum Warning {
     /// The overhead's plain mean (nothing trimmed) has an interval that excludes the trimmed
     /// figure the run gives: a minority of the placement's rounds at one end differ from the
     /// rest by more than noise. Percent figures; `tasks` in a sweep.
-    TailsTrimmed { placement: String, tasks: Option<usize>, trimmed_pct: f64, plain_pct: f64, low_pct: f64, high_pct: f64 },
+    TailsTrimmed { placement: String, tasks: Option<usize>, tail: crate::stats::TrimmedTail },
     /// Fixed work whose slices took under 0.1 s (the median): the start and stop signals weigh
     /// in, and sys, counted in 10 ms clock ticks, is coarse.
     ShortFixedWork { elapsed_ms: f64 },
@@ -211,11 +211,11 @@ impl Warning {
                 f,
                 "{placement} {slice}: the baseline counted no whole iteration (other load starved it, or an iteration outlasts a slice): flagged overran, left out with the placements' slices of its round"
             ),
-            Warning::TailsTrimmed { placement, tasks, trimmed_pct, plain_pct, low_pct, high_pct } => write!(
+            Warning::TailsTrimmed { placement, tasks, tail } => write!(
                 f,
-                "{placement}{}: the plain mean of its rounds' overheads is {plain_pct:.1}% (95% CI {low_pct:.1}-{high_pct:.1}%), which excludes the {trimmed_pct:.1}% given (each cgroup instance's trimmed mean, a fifth of its rounds off each end): a minority of its slices cost far {} than the rest (reclaim or another cost in some slices only, or load that struck this placement's slices); the figure given leaves them out, the plain mean counts them",
+                "{placement}{}: {}",
                 tasks.map(|t| format!(" at {}", crate::text::plural(t, "task"))).unwrap_or_default(),
-                if plain_pct > trimmed_pct { "more" } else { "less" },
+                tail.described()
             ),
             Warning::FewIterations { placement, tasks, iterations, slice_ms } => write!(
                 f,
