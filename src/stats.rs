@@ -231,11 +231,11 @@ pub fn values(placed: &[Placed]) -> Vec<f64> {
 /// The share of a unit's values left out at either end before its mean is taken (Tukey and
 /// McLaughlin's trimmed mean, at the 20% Wilcox recommends). Slices are heavy-tailed where
 /// other load runs: on the development VM a slice's log overhead had a kurtosis of 10-40
-/// quiet and up to 330 under a bursty neighbour, its SD twice its robust SD, since the
+/// quiet and up to 330 under a bursty neighbour, its SD 2-7x its robust SD, since the
 /// hypervisor's steal and interrupts reach no counter a slice can be left out by. The tails
 /// come on both sides and alike in the control (the baseline's own cgroup, true overhead 0):
 /// trimming them cut each instance mean's spread, and so the run's interval, 1.3-4x
-/// (scripts/bench-noise), at 6% of the efficiency of a plain mean on normal noise.
+/// (scripts/bench-noise), for about 6% of a plain mean's efficiency on normal noise.
 pub const TRIM_SHARE: f64 = 0.2;
 
 /// How many of `n` values `trimmed_mean` leaves out at each end.
@@ -248,6 +248,10 @@ fn trimmed_count(n: usize) -> usize {
 pub fn trimmed_mean(values: &[f64]) -> Option<f64> {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
+    trimmed_mean_of_sorted(&sorted)
+}
+
+fn trimmed_mean_of_sorted(sorted: &[f64]) -> Option<f64> {
     let k = trimmed_count(sorted.len());
     let kept = &sorted[k..sorted.len() - k];
     (!kept.is_empty()).then(|| kept.iter().sum::<f64>() / kept.len() as f64)
@@ -267,18 +271,6 @@ pub fn unit_mean(values: &[Placed]) -> Option<UnitMean> {
         return one_unit_mean(values);
     }
     let means: Vec<f64> = units.iter().map(|members| trimmed_mean(members)).collect::<Option<_>>()?;
-    over_units(&means, values.len())
-}
-
-/// `unit_mean` with each unit's plain mean, nothing trimmed (one unit: `block_mean`): what
-/// the trimmed figure is checked against (`trimmed_tail`).
-pub fn plain_unit_mean(values: &[Placed]) -> Option<UnitMean> {
-    let units = by_unit(values);
-    if units.len() < 2 {
-        let block = block_mean(&values.iter().map(|v| (v.round, v.value)).collect::<Vec<_>>())?;
-        return Some(UnitMean { n: block.n, units: 1, mean: block.mean, standard_error: block.standard_error, df: block.df });
-    }
-    let means: Vec<f64> = units.iter().map(|members| members.iter().sum::<f64>() / members.len() as f64).collect();
     over_units(&means, values.len())
 }
 
@@ -320,7 +312,7 @@ fn one_unit_mean(values: &[Placed]) -> Option<UnitMean> {
     Some(UnitMean {
         n: block.n,
         units: usize::from(!values.is_empty()),
-        mean: trimmed_mean(&sorted)?,
+        mean: trimmed_mean_of_sorted(&sorted)?,
         standard_error: block.standard_error.map(|se| se / kept),
         // Tukey and McLaughlin's values kept less one, of the blocks' effective count.
         df: block.df.map(|_| (block.effective_n * kept - 1.0).max(1.0)),
@@ -419,11 +411,15 @@ pub fn overhead_interval(ratios: &[Placed]) -> Option<RatioInterval> {
 /// of slices at one end differ from the rest by more than noise. None where it does not.
 pub fn trimmed_tail(ratios: &[Placed]) -> Option<TrimmedTail> {
     let trimmed = overhead_interval(ratios)?;
-    let logs: Vec<Placed> = ratios
-        .iter()
-        .map(|p| Some(Placed { unit: 0, value: positive_log(p.value)?, ..*p }))
-        .collect::<Option<_>>()?;
-    let plain = RatioInterval::of_logs(plain_unit_mean(&logs)?);
+    let logs: Vec<(u32, f64)> = ratios.iter().map(|p| Some((p.round, positive_log(p.value)?))).collect::<Option<_>>()?;
+    let block = block_mean(&logs)?;
+    let plain = RatioInterval::of_logs(UnitMean {
+        n: block.n,
+        units: 1,
+        mean: block.mean,
+        standard_error: block.standard_error,
+        df: block.df,
+    });
     plain.excludes(trimmed.mean).then_some(TrimmedTail { trimmed: trimmed.mean, plain: plain.mean, low: plain.low?, high: plain.high? })
 }
 
