@@ -996,7 +996,8 @@ mod tests {
     #[test]
     fn an_overhead_is_unknown_only_where_no_row_had_on_cpu_times() {
         let header = "workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline,cpu_ns_per_fault\n";
-        let unknown = |rows: &str| RunFile::from_csv("x.csv".into(), &format!("{header}{rows}")).unwrap().without_cpu_cost;
+        let unknown =
+            |rows: &str| RunFile::from_csv("x.csv".into(), &format!("{header}{rows}")).unwrap().without_cpu_cost;
         let child = key("anon", "process", 2, "child");
         // --no-baseline: on-CPU times and no overhead to form.
         assert!(unknown("anon,process,2,child,,900,,1000\nanon,process,2,child,,910,,990\n").is_empty());
@@ -1148,7 +1149,11 @@ mod tests {
         // A machine fact compare warns on, of another type, would read as absent.
         for (from, to, path) in [
             ("\"base_depth\":0", "\"base_depth\":0,\"kernel\":619", "environment.kernel 619 is not text"),
-            ("\"base_depth\":0", "\"base_depth\":0,\"machine\":{\"swap\":[1]}", "environment.machine.swap [1] is not text"),
+            (
+                "\"base_depth\":0",
+                "\"base_depth\":0,\"machine\":{\"swap\":[1]}",
+                "environment.machine.swap [1] is not text",
+            ),
             ("\"base_depth\":0", "\"base_depth\":0,\"machine\":3", "environment.machine 3 is not an object"),
         ] {
             let err = RunFile::from_json("x.json".into(), &document(false).replace(from, to)).unwrap_err().to_string();

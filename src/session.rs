@@ -287,7 +287,16 @@ fn measure_all(
             Ok(run) => {
                 // Complete once every placement's slice of the round is in (mark_round_complete).
                 let (leaf, generation) = (leaf.clone(), generation + 1);
-                let m = Measurement { placement, leaf, tasks, round, generation, sequence, result: run, round_complete: false };
+                let m = Measurement {
+                    placement,
+                    leaf,
+                    tasks,
+                    round,
+                    generation,
+                    sequence,
+                    result: run,
+                    round_complete: false,
+                };
                 report.measurements.push(m);
                 mark_round_complete(report, round, tasks);
                 checkpoint(report);

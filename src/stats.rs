@@ -411,7 +411,8 @@ pub fn overhead_interval(ratios: &[Placed]) -> Option<RatioInterval> {
 /// of slices at one end differ from the rest by more than noise. None where it does not.
 pub fn trimmed_tail(ratios: &[Placed]) -> Option<TrimmedTail> {
     let trimmed = overhead_interval(ratios)?;
-    let logs: Vec<(u32, f64)> = ratios.iter().map(|p| Some((p.round, positive_log(p.value)?))).collect::<Option<_>>()?;
+    let logs: Vec<(u32, f64)> =
+        ratios.iter().map(|p| Some((p.round, positive_log(p.value)?))).collect::<Option<_>>()?;
     let block = block_mean(&logs)?;
     let plain = RatioInterval::of_logs(UnitMean {
         n: block.n,
@@ -420,7 +421,12 @@ pub fn trimmed_tail(ratios: &[Placed]) -> Option<TrimmedTail> {
         standard_error: block.standard_error,
         df: block.df,
     });
-    plain.excludes(trimmed.mean).then_some(TrimmedTail { trimmed: trimmed.mean, plain: plain.mean, low: plain.low?, high: plain.high? })
+    plain.excludes(trimmed.mean).then_some(TrimmedTail {
+        trimmed: trimmed.mean,
+        plain: plain.mean,
+        low: plain.low?,
+        high: plain.high?,
+    })
 }
 
 /// A tail trimming left out (`trimmed_tail`): the figure given, and the plain mean over the
@@ -761,7 +767,8 @@ mod tests {
     fn one_unit_gives_its_trimmed_mean_with_the_winsorized_slices_error() {
         // Forty rounds of one instance, two wild: the estimate ignores them, the error is the
         // Winsorized values' block error over the 60% kept.
-        let mut values: Vec<(u32, f64)> = noise(11, 40).into_iter().enumerate().map(|(i, e)| (i as u32 + 1, 0.01 * e)).collect();
+        let mut values: Vec<(u32, f64)> =
+            noise(11, 40).into_iter().enumerate().map(|(i, e)| (i as u32 + 1, 0.01 * e)).collect();
         values[7].1 = 5.0;
         values[30].1 = -5.0;
         let placed = in_one_unit(&values);

@@ -391,7 +391,9 @@ fn overhead_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSu
         // The table carries what a warning on stderr says of this line's counts.
         let names = [summary.placement.name.as_str(), report.baseline_name()];
         let coarse = match report.warnings.iter().find(|w| names.iter().any(|name| w.coarsens(name, summary.tasks))) {
-            Some(crate::report::Warning::ShortFixedWork { .. }) => "; not resolved: fixed work under 0.1 s a slice (see the warning)",
+            Some(crate::report::Warning::ShortFixedWork { .. }) => {
+                "; not resolved: fixed work under 0.1 s a slice (see the warning)"
+            }
             Some(_) => "; not resolved: under ten whole iterations a slice (see the warning)",
             None => "",
         };
@@ -587,7 +589,8 @@ fn fixed_work(out: &mut dyn Write, summaries: &[PlacementSummary]) -> Result<()>
 /// perf stat's block for one placement: counters summed over its workers, averaged over its
 /// slices, with perf's `( +- x% )` where there are several.
 fn perf_stat_block(out: &mut dyn Write, report: &Report, placement: &Placement, tasks: usize) -> Result<()> {
-    let slices: Vec<_> = report.of(placement, tasks).filter(|m| m.result.workers.iter().all(|w| w.perf.is_some())).collect();
+    let slices: Vec<_> =
+        report.of(placement, tasks).filter(|m| m.result.workers.iter().all(|w| w.perf.is_some())).collect();
     let Some(first) = slices.first() else { return Ok(()) };
     // One perf stat line: its name and how to read it from a worker's counters.
     type Line = (&'static str, fn(&PerfReading) -> Option<u64>);

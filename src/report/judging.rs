@@ -164,7 +164,11 @@ fn tails_trimmed_warnings(report: &Report) -> Vec<Warning> {
     for placement in report.plan.placements.iter().filter(|p| !p.is_baseline()) {
         for tasks in report.task_counts() {
             if let Some(tail) = crate::stats::trimmed_tail(&report.overhead_ratios(placement, tasks)) {
-                warnings.push(Warning::TailsTrimmed { placement: placement.name.clone(), tasks: sweep.then_some(tasks), tail });
+                warnings.push(Warning::TailsTrimmed {
+                    placement: placement.name.clone(),
+                    tasks: sweep.then_some(tasks),
+                    tail,
+                });
             }
         }
     }
@@ -178,12 +182,18 @@ fn coarse_count_warnings(report: &Report) -> Vec<Warning> {
     let median = |values: Vec<f64>| crate::stats::summarize(&values).map(|s| s.median);
     if report.plan.iterations.is_some() {
         let elapsed = median(report.measurements.iter().map(|m| m.result.elapsed_s() * 1e3).collect());
-        return elapsed.filter(|ms| *ms < 100.0).map(|elapsed_ms| Warning::ShortFixedWork { elapsed_ms }).into_iter().collect();
+        return elapsed
+            .filter(|ms| *ms < 100.0)
+            .map(|elapsed_ms| Warning::ShortFixedWork { elapsed_ms })
+            .into_iter()
+            .collect();
     }
     let sweep = report.plan.task_counts.len() > 1;
     let mut warnings = Vec::new();
     // Every slice, counted or not: a starved one is what a coarse count looks like.
-    for (placement, tasks) in report.plan.placements.iter().flat_map(|p| report.task_counts().into_iter().map(move |t| (p, t))) {
+    for (placement, tasks) in
+        report.plan.placements.iter().flat_map(|p| report.task_counts().into_iter().map(move |t| (p, t)))
+    {
         let slices: Vec<&Measurement> = report
             .measurements
             .iter()
@@ -400,7 +410,13 @@ mod tests {
         let rates: Vec<(f64, f64)> = (0..200)
             .map(|i| {
                 let noise = 1.0 + 0.005 * ((i * 7919) % 13) as f64 / 13.0;
-                let factor = if costly(i) { 1.0 / 1.5 } else if cheap(i) { 1.5 } else { 1.0 };
+                let factor = if costly(i) {
+                    1.0 / 1.5
+                } else if cheap(i) {
+                    1.5
+                } else {
+                    1.0
+                };
                 (1e6, 1e6 * noise * factor)
             })
             .collect();

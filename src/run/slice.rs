@@ -19,7 +19,7 @@ use super::result::HarnessTimes;
 use super::slots::{STATE_DONE, Slots};
 use super::snapshot::{Deltas, Snapshot, TaskCounts};
 use super::workers::Workers;
-use super::{KernelCountSource, Mode, Notice, SliceResult, Progress, RunSpec, Sample, Tick, WorkerResult, signals};
+use super::{KernelCountSource, Mode, Notice, Progress, RunSpec, Sample, SliceResult, Tick, WorkerResult, signals};
 use crate::cgroup::layout::cgroup_of;
 use crate::cgroup::{Hierarchy, Leaf};
 use crate::measure::clock::monotonic_ns;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::*;
 use crate::plan::Placement;
 use crate::report::fixture::test_plan;
-use crate::run::{KernelCountSource, Notice, SliceResult, Sample, Tick, WorkerResult};
+use crate::run::{KernelCountSource, Notice, Sample, SliceResult, Tick, WorkerResult};
 
 /// What the fake answers for one call (by its 0-based position in the run).
 enum Answer {
@@ -401,8 +401,13 @@ fn a_loop_of_few_iterations_a_slice_is_said_to_resolve_nothing() {
     let few: Vec<String> =
         report.warnings.iter().filter(|w| matches!(w, Warning::FewIterations { .. })).map(|w| w.to_string()).collect();
     assert_eq!(few.len(), 2, "{few:?}");
-    assert!(few[0].starts_with("base: a worker completed 3.0 whole iterations of its loop per 1000 ms slice (median)"), "{few:?}");
-    assert!(few[0].contains("off by up to 33%") && few[0].ends_with("(fewer --slices; at one slice, a longer --duration)"));
+    assert!(
+        few[0].starts_with("base: a worker completed 3.0 whole iterations of its loop per 1000 ms slice (median)"),
+        "{few:?}"
+    );
+    assert!(
+        few[0].contains("off by up to 33%") && few[0].ends_with("(fewer --slices; at one slice, a longer --duration)")
+    );
     // 390 iterations a slice at the fake's own rates: nothing said.
     let (mut report, leaves) = baseline_and_child(2);
     drive(&mut report, &leaves, &mut FakeSlicer::default());
