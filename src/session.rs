@@ -58,6 +58,7 @@ impl Session {
     fn set_up(plan: &Plan, detected: &Detected, allowed_cpus: &[usize]) -> Result<Session> {
         let hierarchy = detected.memory_hierarchy(plan.version)?;
         let base = cgroup::resolve_base(&hierarchy, &plan.base)?;
+        check_budgets(plan, &hierarchy, &base)?;
         let plan = with_baseline_named(plan, &hierarchy, &base);
         let run_id = RunId::new();
         let mut tree = Tree::new(hierarchy.clone(), base, run_id.cgroup_run_name());
@@ -238,6 +239,31 @@ fn schedule(plan: &Plan) -> Vec<Scheduled> {
     slices
 }
 
+/// Every placement's crew at the largest task count is alive at once: the descriptors the
+/// harness holds on them (the soft open-file limit raised where it is short) and the memory
+/// they hold, checked against MemAvailable and the room the base's ancestors leave, before
+/// anything is made. Each falls short as the user's input (exit 2), naming what is needed.
+fn check_budgets(plan: &Plan, hierarchy: &Hierarchy, base: &std::path::Path) -> Result<()> {
+    use run::budget::{Crews, MemoryRoom};
+    let crews = Crews {
+        cgroups: plan.placements.iter().map(|p| (p.siblings as usize).max(1)).collect(),
+        workers: plan.task_counts.iter().copied().max().unwrap_or(1),
+        perf: plan.kernel_count == run::KernelCountSource::Perf,
+        profile: plan.profile,
+    };
+    run::budget::ensure_open_files(&crews)?;
+    let per_worker = plan.workload.resident_bytes_per_worker(plan.chunk_bytes, plan.size_bytes, plan.page_size);
+    let needed = per_worker.saturating_mul((crews.cgroups.len() * crews.workers) as u64);
+    let room = MemoryRoom {
+        available_bytes: run::budget::mem_available(),
+        cgroup: cgroup::room::memory_room(hierarchy.version, &hierarchy.mount_point, base),
+    };
+    match run::budget::memory_problem(needed, per_worker, &crews, &room) {
+        Some(problem) => Err(error::Error::Usage(problem).into()),
+        None => Ok(()),
+    }
+}
+
 /// The interleaved loop over the schedule. Each generation's crews (at each task count) are
 /// set up before its first slice and retired after its last. A slice that fails is recorded
 /// and the run goes on; a stop signal ends it, keeping every slice completed before it (those
@@ -266,16 +292,7 @@ fn measure_all(
             }
         }
         let placement = report.plan.placements[slice.placement].clone();
-        progress.start(
-            format!(
-                "{} {}/{}, {} tasks",
-                placement.name,
-                report.plan.slice_name(slice.round),
-                report.plan.slices,
-                slice.tasks
-            ),
-            (slices.len() - sequence - 1) as f64 * per_slice_s,
-        );
+        announce(progress, &report.plan, slice, (slices.len() - sequence - 1) as f64 * per_slice_s);
         let generation = report.plan.generation_of(slice.round);
         let leaf = &leaves[generation as usize][slice.placement];
         let spec = slice_spec(&report.plan, leaves, slice);
@@ -327,6 +344,13 @@ fn measure_all(
     }
     slicer.retire();
     progress.clear();
+}
+
+/// Tells the progress display which slice starts and how long the run has left after it.
+fn announce(progress: &mut dyn Progress, plan: &Plan, slice: Scheduled, after_s: f64) {
+    let name = &plan.placements[slice.placement].name;
+    let context = format!("{name} {}/{}, {} tasks", plan.slice_name(slice.round), plan.slices, slice.tasks);
+    progress.start(context, after_s);
 }
 
 /// Flags the slices of a round complete once every placement's slice of it was measured or

@@ -69,6 +69,22 @@ pub fn size_bytes(text: &str) -> std::result::Result<u64, String> {
     value.checked_mul(multiplier).ok_or_else(too_large)
 }
 
+/// A size in binary units, as `free -h` gives one: `256 MiB`, `1.5 GiB`, `4 KiB`.
+pub fn bytes(count: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = count as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{count} bytes"),
+        _ if value.fract() == 0.0 || value >= 100.0 => format!("{value:.0} {}", UNITS[unit]),
+        _ => format!("{value:.1} {}", UNITS[unit]),
+    }
+}
+
 /// Parses a kernel-style CPU list (`0-3,6`, as in /sys/devices/system/cpu/online) into sorted,
 /// distinct CPU numbers.
 pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>> {
@@ -190,6 +206,15 @@ pub fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_said_in_binary_units() {
+        assert_eq!(bytes(512), "512 bytes");
+        assert_eq!(bytes(4096), "4 KiB");
+        assert_eq!(bytes(256 << 20), "256 MiB");
+        assert_eq!(bytes(3 << 29), "1.5 GiB");
+        assert_eq!(bytes(224 << 30), "224 GiB");
+    }
 
     #[test]
     fn control_characters_are_escaped_and_the_rest_kept() {

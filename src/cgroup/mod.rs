@@ -11,6 +11,7 @@ pub mod fs;
 pub mod knobs;
 pub mod layout;
 pub mod lock;
+pub mod room;
 pub mod tree;
 
 pub use base::{BaseSpec, VersionChoice, resolve_base};

@@ -142,13 +142,13 @@ struct CgroupFiles {
 }
 
 impl CgroupFiles {
-    fn open(dir: &Path) -> CgroupFiles {
-        CgroupFiles {
-            stat: Reread::open(dir.join("memory.stat")),
-            events: Reread::open(dir.join("memory.events")),
-            failcnt: Reread::open(dir.join("memory.failcnt")),
-            oom_control: Reread::open(dir.join("memory.oom_control")),
-        }
+    fn open(dir: &Path) -> std::io::Result<CgroupFiles> {
+        Ok(CgroupFiles {
+            stat: Reread::open(dir.join("memory.stat"))?,
+            events: Reread::open(dir.join("memory.events"))?,
+            failcnt: Reread::open(dir.join("memory.failcnt"))?,
+            oom_control: Reread::open(dir.join("memory.oom_control"))?,
+        })
     }
 
     fn read(&mut self) -> Counters {
@@ -179,14 +179,19 @@ pub struct CounterFiles {
 }
 
 impl CounterFiles {
-    pub fn open(parent: &Path, dirs: &[&Path]) -> CounterFiles {
-        CounterFiles {
-            cgroups: dirs.iter().map(|dir| CgroupFiles::open(dir)).collect(),
+    pub fn open(parent: &Path, dirs: &[&Path]) -> std::io::Result<CounterFiles> {
+        Ok(CounterFiles {
+            cgroups: dirs.iter().map(|dir| CgroupFiles::open(dir)).collect::<std::io::Result<_>>()?,
             pressure: [
-                (Reread::open(parent.join("memory.pressure")), PsiScope::Cgroup),
-                (Reread::open("/proc/pressure/memory"), PsiScope::System),
+                (Reread::open(parent.join("memory.pressure"))?, PsiScope::Cgroup),
+                (Reread::open("/proc/pressure/memory")?, PsiScope::System),
             ],
-        }
+        })
+    }
+
+    /// The descriptors `open` holds for `cgroups` cgroups: four files each, two of pressure.
+    pub const fn descriptors(cgroups: usize) -> usize {
+        4 * cgroups + 2
     }
 
     /// The counters now, and whose stall time they hold.
@@ -206,7 +211,7 @@ impl CounterFiles {
 /// The counters of `cgroup_dir` now.
 #[cfg(test)]
 fn counters(cgroup_dir: &Path) -> (Counters, Option<PsiScope>) {
-    CounterFiles::open(cgroup_dir, &[cgroup_dir]).read()
+    CounterFiles::open(cgroup_dir, &[cgroup_dir]).unwrap().read()
 }
 
 #[cfg(test)]
@@ -256,7 +261,7 @@ mod tests {
             std::fs::write(dir.join("memory.stat"), format!("pgfault {faults}\n")).unwrap();
             std::fs::write(dir.join("memory.failcnt"), "1\n").unwrap();
         }
-        let mut files = CounterFiles::open(parent.path(), &[&a, &b]);
+        let mut files = CounterFiles::open(parent.path(), &[&a, &b]).unwrap();
         let (first, _) = files.read();
         assert_eq!((first.stat.pgfault, first.events.max, first.stat.pgscan), (Some(12), Some(2), None));
         std::fs::write(a.join("memory.stat"), "pgfault 105\n").unwrap();

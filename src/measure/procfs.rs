@@ -81,14 +81,14 @@ pub struct WorkerFiles {
 impl WorkerFiles {
     /// `whole_process`: the stat line of the process `pid` (which the worker is), else of its
     /// thread `tid`.
-    pub fn open(pid: i32, tid: i32, whole_process: bool) -> WorkerFiles {
+    pub fn open(pid: i32, tid: i32, whole_process: bool) -> std::io::Result<WorkerFiles> {
         let task = format!("/proc/{pid}/task/{tid}");
-        WorkerFiles {
+        Ok(WorkerFiles {
             tid,
-            stat: Reread::open(if whole_process { format!("/proc/{pid}/stat") } else { format!("{task}/stat") }),
-            schedstat: Reread::open(format!("{task}/schedstat")),
+            stat: Reread::open(if whole_process { format!("/proc/{pid}/stat") } else { format!("{task}/stat") })?,
+            schedstat: Reread::open(format!("{task}/schedstat"))?,
             ticks_per_sec: procfs::ticks_per_second(),
-        }
+        })
     }
 
     pub fn stat(&mut self) -> Option<ProcStat> {
@@ -109,8 +109,8 @@ impl WorkerFiles {
 pub struct StealFile(Reread);
 
 impl StealFile {
-    pub fn open() -> StealFile {
-        StealFile(Reread::open("/proc/stat"))
+    pub fn open() -> std::io::Result<StealFile> {
+        Ok(StealFile(Reread::open("/proc/stat")?))
     }
 
     /// Each CPU's steal so far, in ns (see `parse_steal`).
@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(parse_schedstat("123456 789\n"), None, "a short line is not read as zeros");
         // This very thread, read through its own files, as a crew's are.
         let (pid, tid) = (std::process::id() as i32, nix::unistd::gettid().as_raw());
-        let mut files = WorkerFiles::open(pid, tid, false);
+        let mut files = WorkerFiles::open(pid, tid, false).unwrap();
         let before = files.sched().unwrap();
         // 20 ms on this thread's own CPU clock, however long a loaded machine takes to give it.
         let cpu_ns = || {

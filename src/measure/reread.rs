@@ -8,7 +8,9 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// One file, opened once. A file absent at opening stays absent: the files read this way
-/// (a worker's /proc entries, its cgroup's counters) do not appear later.
+/// (a worker's /proc entries, its cgroup's counters) do not appear later. Any other failure to
+/// open (no descriptor left, no permission) is an error naming the file: read as "absent" it
+/// became a worker state of "unknown" and a false "did not stop" a slice later.
 #[derive(Debug)]
 pub struct Reread {
     file: Option<File>,
@@ -16,8 +18,14 @@ pub struct Reread {
 }
 
 impl Reread {
-    pub fn open(path: impl AsRef<Path>) -> Reread {
-        Reread { file: File::open(path).ok(), buffer: Vec::with_capacity(4096) }
+    pub fn open(path: impl AsRef<Path>) -> std::io::Result<Reread> {
+        let path = path.as_ref();
+        let file = match File::open(path) {
+            Ok(file) => Some(file),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(std::io::Error::new(e.kind(), format!("opening {}: {e}", path.display()))),
+        };
+        Ok(Reread { file, buffer: Vec::with_capacity(4096) })
     }
 
     /// Whether the file was there when opened.
@@ -48,16 +56,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_file_that_cannot_be_opened_is_an_error_naming_it_and_only_an_absent_one_is_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("memory.stat");
+        std::fs::write(&plain, "pgfault 1\n").unwrap();
+        // ENOTDIR stands for every failure but absence (EMFILE at a low open-file limit is
+        // driven through the binary in tests/scale.rs).
+        let err = Reread::open(plain.join("pgfault")).unwrap_err();
+        assert!(err.to_string().contains("memory.stat/pgfault"), "{err}");
+        assert!(!Reread::open(dir.path().join("memory.events")).unwrap().exists());
+    }
+
+    #[test]
     fn a_file_is_read_whole_each_time_and_an_absent_one_stays_absent() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("memory.stat");
         let long = "pgfault 1\n".repeat(1000);
         std::fs::write(&path, &long).unwrap();
-        let mut file = Reread::open(&path);
+        let mut file = Reread::open(&path).unwrap();
         assert_eq!(file.read().unwrap(), long, "longer than one chunk, read whole");
         std::fs::write(&path, "pgfault 2\n").unwrap();
         assert_eq!(file.read().unwrap(), "pgfault 2\n", "read again from the start: the new contents");
-        let mut absent = Reread::open(dir.path().join("memory.events"));
+        let mut absent = Reread::open(dir.path().join("memory.events")).unwrap();
         assert!(!absent.exists());
         std::fs::write(dir.path().join("memory.events"), "max 1\n").unwrap();
         assert_eq!(absent.read().unwrap_err().kind(), std::io::ErrorKind::NotFound);
@@ -65,7 +85,7 @@ mod tests {
 
     #[test]
     fn proc_files_give_their_current_contents_at_each_read() {
-        let mut stat = Reread::open("/proc/thread-self/schedstat");
+        let mut stat = Reread::open("/proc/thread-self/schedstat").unwrap();
         let first: u64 = stat.read().unwrap().split_whitespace().next().unwrap().parse().unwrap();
         let cpu_ns = || {
             let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).unwrap();

@@ -6,6 +6,7 @@
 //!
 //! The harness is single-threaded: workers are forked from a process with no other thread.
 
+pub mod budget;
 mod control;
 pub mod cpus;
 pub mod files;

@@ -171,12 +171,12 @@ impl Crew {
         let tids: Vec<i32> = (0..count).map(|i| slots.get(i).tid.load(Ordering::Relaxed)).collect();
         let worker_files = (0..count)
             .map(|i| WorkerFiles::open(workers.process_of(i).as_raw(), tids[i], spec.mode == Mode::Process))
-            .collect();
+            .collect::<std::io::Result<_>>()?;
         let dirs: Vec<&std::path::Path> = memcg_dirs.iter().map(PathBuf::as_path).collect();
         Ok(Crew {
-            memcg_files: memcg::CounterFiles::open(&leaf.fs_path, &dirs),
+            memcg_files: memcg::CounterFiles::open(&leaf.fs_path, &dirs)?,
             worker_files,
-            steal_file: StealFile::open(),
+            steal_file: StealFile::open()?,
             tids,
             slots,
             workers,
@@ -198,7 +198,7 @@ impl Crew {
     /// perf counters (or minflt where the machine refuses them) and --profile's samplers.
     fn open_counters(&mut self, spec: &RunSpec, warn: &mut dyn FnMut(Notice)) -> Result<()> {
         if spec.kernel_count == KernelCountSource::Perf {
-            (self.perf, self.source) = open_perf(&self.tids, warn);
+            (self.perf, self.source) = open_perf(&self.tids, warn)?;
         }
         if spec.profile {
             self.samplers = self
@@ -632,8 +632,8 @@ fn share_steal(mut workers: Vec<WorkerResult>) -> Vec<WorkerResult> {
 }
 
 /// perf counters on every worker thread, or none (and minflt as the source) when the machine
-/// refuses them.
-fn open_perf(tids: &[i32], warn: &mut dyn FnMut(Notice)) -> (Vec<WorkerPerf>, KernelCountSource) {
+/// refuses them. Running out of descriptors is no refusal of the machine's: an error.
+fn open_perf(tids: &[i32], warn: &mut dyn FnMut(Notice)) -> Result<(Vec<WorkerPerf>, KernelCountSource)> {
     let mut perf = Vec::with_capacity(tids.len());
     for &tid in tids {
         match WorkerPerf::open(tid).and_then(|mut p| p.enable().map(|_| p)) {
@@ -643,13 +643,16 @@ fn open_perf(tids: &[i32], warn: &mut dyn FnMut(Notice)) -> (Vec<WorkerPerf>, Ke
                 }
                 perf.push(counters)
             }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                bail!("--kernel-count perf: opening the counters of worker {tid}: {e}")
+            }
             Err(e) => {
                 warn(Notice::PerfUnavailable(e.to_string()));
-                return (Vec::new(), KernelCountSource::Minflt);
+                return Ok((Vec::new(), KernelCountSource::Minflt));
             }
         }
     }
-    (perf, KernelCountSource::Perf)
+    Ok((perf, KernelCountSource::Perf))
 }
 
 #[cfg(test)]

@@ -80,6 +80,30 @@ impl WorkloadKind {
         }
     }
 
+    /// The most memory one worker holds at once, charged to its memcg or kept by its file:
+    /// what it has touched of its mapping when it is frozen at the end of an iteration, plus
+    /// its file's pages (shmem on tmpfs, swap-backed; page cache elsewhere, charged until
+    /// reclaimed). The run's peak memory is
+    /// this times every worker alive at once (every placement's crew of a generation).
+    pub fn resident_bytes_per_worker(self, chunk_bytes: u64, size_bytes: u64, page_size: u64) -> u64 {
+        use WorkloadKind as W;
+        let memsize = page_fault::MEMSIZE as u64;
+        match self {
+            W::Anon | W::FileShared => chunk_bytes,
+            // The file's pages (page cache, or shmem on tmpfs) and the private copies of them.
+            W::FilePrivate => 2 * chunk_bytes,
+            W::MmapFile => page_size,
+            W::Usemem | W::UsememFile => size_bytes,
+            // The worker's written memory and its child's copy of it.
+            W::Fork => 2 * size_bytes,
+            W::PageFault1 | W::PageFault3 => memsize,
+            // The file and the private copies of its pages.
+            W::PageFault2 => 2 * memsize,
+            W::Fallocate1 | W::Fallocate2 => fallocate::FILE_BYTES as u64,
+            W::TlbFlush2 => tlb_flush::MEMORY_BYTES as u64,
+        }
+    }
+
     /// Where its files go unless --tmpdir says otherwise: tmpfs for will-it-scale's, as the
     /// LKP reports ran them.
     pub fn default_tmpdir(self) -> &'static str {

@@ -1,0 +1,137 @@
+//! Scale: what a run needs at many workers (open files, memory) is counted before anything is
+//! made; a short soft limit is raised, a short hard limit or too little memory is refused with
+//! exit 2 and nothing left behind, never a slice failed with a false cause.
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+
+/// faultscale with the open-file limit set to `soft` and `hard` in the child before it runs.
+fn run_limited(soft: u64, hard: u64, args: &[&str]) -> (u32, Output) {
+    let mut command = Command::new(binary());
+    command.args(args);
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit { rlim_cur: soft, rlim_max: hard };
+            match libc::setrlimit(libc::RLIMIT_NOFILE, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    (pid, child.wait_with_output().unwrap())
+}
+
+const MANY_CREWS: &[&str] =
+    &["--base", BASE, "--tasks", "48", "--cgroup", "child,nested:4,control", "--duration", "2", "-q"];
+
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_soft_open_file_limit_too_low_for_the_crews_is_raised_and_every_slice_measures() {
+    let _guard = needs_root();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("r.csv");
+    let mut args = MANY_CREWS.to_vec();
+    args.extend(["--csv", csv.to_str().unwrap()]);
+    // 4 crews of 48 workers hold about 470 files; 200 was the limit that failed every slice.
+    let (pid, output) = run_limited(200, 4096, &args);
+    assert_nothing_left(&runs_dir(), pid);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("did not stop"), "{stderr}");
+    let rows = read_csv(&csv);
+    let placements: std::collections::BTreeSet<&str> = rows.iter().map(|r| r["placement"].as_str()).collect();
+    assert_eq!(placements.len(), 4, "every placement measured: {placements:?}");
+}
+
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_hard_open_file_limit_too_low_is_refused_before_anything_is_made_saying_how_many_files() {
+    let _guard = needs_root();
+    let (pid, output) = run_limited(200, 200, MANY_CREWS);
+    assert_nothing_left(&runs_dir(), pid);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains("open files") && stderr.contains("allows 200") && stderr.contains("ulimit"), "{stderr}");
+    let needed: u64 = stderr.split("needs ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(needed > 4 * 48 * 2, "counts two files a worker of every crew: {needed}");
+}
+
+/// MemAvailable now, in bytes.
+fn mem_available() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn crews_that_cannot_fit_in_memory_available_are_refused_before_any_crew_starts() {
+    let _guard = needs_root();
+    // Two crews of page_fault1 (128 MiB a worker) that together ask for a third more than the
+    // machine has available.
+    let tasks = (mem_available() / (2 * (128 << 20))) * 4 / 3 + 1;
+    let cpus = std::thread::available_parallelism().unwrap().get() as u64;
+    // Long enough a slice that every task gets a turn: the turn check is not what refuses.
+    let duration = (tasks.div_ceil(cpus) * 4 / 1000 + 1).to_string();
+    let tasks = tasks.to_string();
+    let args =
+        ["--base", BASE, "--workload", "page_fault1", "--tasks", &tasks, "--slices", "1", "--duration", &duration];
+    let (pid, output) = run(&args);
+    assert_nothing_left(&runs_dir(), pid);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("MemAvailable") && stderr.contains("128 MiB a worker"), "{stderr}");
+}
+
+/// A memory cgroup made for the test under its own, with a limit, removed on drop.
+struct LimitedCgroup(PathBuf);
+
+impl LimitedCgroup {
+    fn new(limit: &str) -> LimitedCgroup {
+        let dir = runs_dir().join(format!("faultscale-test-limit-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        let cgroup = LimitedCgroup(dir);
+        let file = match cgroup.0.join("memory.max").exists() {
+            true => "memory.max",
+            false => "memory.limit_in_bytes",
+        };
+        std::fs::write(cgroup.0.join(file), limit).unwrap();
+        cgroup
+    }
+}
+
+impl Drop for LimitedCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn crews_that_cannot_fit_under_the_base_cgroups_limit_are_refused_naming_it() {
+    let _guard = needs_root();
+    let limited = LimitedCgroup::new("268435456");
+    let base = limited.0.to_str().unwrap();
+    // Two crews of two page_fault1 workers hold 512 MiB; the base allows 256.
+    let args = ["--base", base, "--workload", "page_fault1", "--tasks", "2", "--duration", "1"];
+    let (pid, output) = run(&args);
+    assert_nothing_left(Path::new(base), pid);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(base) && stderr.contains("256 MiB") && stderr.contains("--base"), "{stderr}");
+    assert!(
+        std::fs::read_dir(&limited.0)
+            .unwrap()
+            .flatten()
+            .all(|e| !e.file_name().to_string_lossy().starts_with("faultscale-"))
+    );
+}
