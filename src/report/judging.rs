@@ -139,10 +139,12 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
         }
     }
     let mut per_slice = Vec::new();
+    // Found by its words, not by a search of those kept: slices x workers of them at 224 CPUs.
+    let mut said = std::collections::HashSet::new();
     for m in &report.measurements {
         for warning in slice_warnings(report, m) {
             // A warning about one worker's CPU is said once, even where workers share the CPU.
-            if !per_slice.contains(&warning) {
+            if said.insert(warning.to_string()) {
                 per_slice.push(warning);
             }
         }
@@ -241,13 +243,15 @@ fn overhead_unknown_warnings(report: &Report) -> Vec<Warning> {
 fn at_most_three_each(warnings: Vec<Warning>) -> Vec<Warning> {
     let mut kept: Vec<Warning> = Vec::new();
     let mut more: Vec<(String, &'static str, usize)> = Vec::new();
+    let mut seen: std::collections::HashMap<(String, &'static str), usize> = Default::default();
     for warning in warnings {
         let Some((placement, kind)) = warning.per_slice() else {
             kept.push(warning);
             continue;
         };
-        let seen = kept.iter().filter(|w| w.per_slice() == Some((placement, kind))).count();
-        if seen < 3 {
+        let count = seen.entry((placement.to_string(), kind)).or_insert(0);
+        *count += 1;
+        if *count <= 3 {
             kept.push(warning);
         } else {
             match more.iter_mut().find(|(p, k, _)| p == placement && *k == kind) {
@@ -333,11 +337,11 @@ fn slice_warnings(report: &Report, m: &Measurement) -> Vec<Warning> {
     }
     // Round-robin placement puts k workers on a CPU on purpose: each is owed 1/k of it. One
     // judgement per CPU, of the workers on it together.
-    let mut cpus: Vec<usize> = m.result.workers.iter().map(|w| w.cpu).collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    for cpu in cpus {
-        let on_it: Vec<&run::WorkerResult> = m.result.workers.iter().filter(|w| w.cpu == cpu).collect();
+    let mut by_cpu: std::collections::BTreeMap<usize, Vec<&run::WorkerResult>> = Default::default();
+    for worker in &m.result.workers {
+        by_cpu.entry(worker.cpu).or_default().push(worker);
+    }
+    for (cpu, on_it) in by_cpu {
         // Fixed work: workers sharing a CPU finish apart (each is owed a varying share), a
         // worker done early is parked (not runnable, no cost), and under a second rusage's
         // tick granularity is too coarse to judge.

@@ -202,6 +202,9 @@ pub struct LeaveOutMemo {
     /// (measurements, interrupted): the state it holds for.
     state: (usize, bool),
     by_tasks: Vec<(usize, bool)>,
+    /// The baseline's measurement of each (task count, round), by index: one lookup a slice,
+    /// not a search of every slice (quadratic in slices at an LKP job's 4,000 rounds).
+    baselines: Option<std::collections::HashMap<(usize, u32), usize>>,
 }
 
 /// What a result file is, recorded in it (`run_state` in the CSV, `state` in the JSON): a
@@ -318,10 +321,23 @@ impl Report {
         if !self.counted(measurement) {
             return None;
         }
-        self.measurements
-            .iter()
-            .find(|m| m.placement.is_baseline() && m.round == measurement.round && m.tasks == measurement.tasks)
-            .filter(|m| self.counted(m))
+        let index = {
+            let state = (self.measurements.len(), self.interrupted.is_some());
+            let mut memo = self.leave_out_memo.borrow_mut();
+            if memo.state != state {
+                *memo = LeaveOutMemo { state, ..LeaveOutMemo::default() };
+            }
+            let baselines = memo.baselines.get_or_insert_with(|| {
+                let mut baselines = std::collections::HashMap::new();
+                for (index, m) in self.measurements.iter().enumerate().filter(|(_, m)| m.placement.is_baseline()) {
+                    // The first, as the search this replaces found.
+                    baselines.entry((m.tasks, m.round)).or_insert(index);
+                }
+                baselines
+            });
+            baselines.get(&(measurement.tasks, measurement.round)).copied()
+        };
+        index.map(|i| &self.measurements[i]).filter(|m| self.counted(m))
     }
 
     /// This placement's rate divided by the baseline's rate in the same round and task count.
@@ -352,7 +368,7 @@ impl Report {
         let state = (self.measurements.len(), self.interrupted.is_some());
         let mut memo = self.leave_out_memo.borrow_mut();
         if memo.state != state {
-            *memo = LeaveOutMemo { state, by_tasks: Vec::new() };
+            *memo = LeaveOutMemo { state, ..LeaveOutMemo::default() };
         }
         if let Some(&(_, leave_out)) = memo.by_tasks.iter().find(|(t, _)| *t == tasks) {
             return leave_out;

@@ -20,10 +20,14 @@ impl Report {
             return None;
         }
         let child = self.plan.placements.iter().find(|p| p.name == "child" && p.siblings == 0)?;
+        let mut child_by_round: std::collections::HashMap<u32, &Measurement> = Default::default();
+        for c in self.of(child, tasks) {
+            child_by_round.entry(c.round).or_insert(c);
+        }
         let ratios: Vec<stats::Placed> = self
             .of(placement, tasks)
             .filter_map(|m| {
-                let child_cost = self.of(child, tasks).find(|c| c.round == m.round)?.cpu_ns_per_fault()?;
+                let child_cost = child_by_round.get(&m.round)?.cpu_ns_per_fault()?;
                 let cost = m.cpu_ns_per_fault()?;
                 (child_cost > 0.0).then(|| m.placed(cost / child_cost))
             })

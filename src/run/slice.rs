@@ -617,11 +617,14 @@ pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> 
 /// A CPU's steal divided among the workers placed on it, by their time on it (steal takes time
 /// from whichever task was running), so the workers' steal adds up to the CPUs'.
 fn share_steal(mut workers: Vec<WorkerResult>) -> Vec<WorkerResult> {
-    let on_cpu_of = |workers: &[WorkerResult], cpu: usize| -> (u64, usize) {
-        let sharing: Vec<&WorkerResult> = workers.iter().filter(|w| w.cpu == cpu).collect();
-        (sharing.iter().map(|w| w.on_cpu_ns.unwrap_or(0)).sum(), sharing.len())
-    };
-    let totals: Vec<(u64, usize)> = workers.iter().map(|w| on_cpu_of(&workers, w.cpu)).collect();
+    // Each CPU's workers' time on it and their number, in one pass (not a search per worker).
+    let mut per_cpu: std::collections::HashMap<usize, (u64, usize)> = Default::default();
+    for worker in &workers {
+        let entry = per_cpu.entry(worker.cpu).or_default();
+        entry.0 += worker.on_cpu_ns.unwrap_or(0);
+        entry.1 += 1;
+    }
+    let totals: Vec<(u64, usize)> = workers.iter().map(|w| per_cpu[&w.cpu]).collect();
     for (worker, (cpu_total, sharing)) in workers.iter_mut().zip(totals) {
         worker.steal_ns = worker.steal_ns.map(|steal| match cpu_total {
             0 => steal / sharing as u64,
