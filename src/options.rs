@@ -22,6 +22,11 @@ const MIN_DURATION: Duration = Duration::from_millis(100);
 /// `--slices auto`: the slice length from this --duration on.
 const AUTO_SLICING_FROM: Duration = Duration::from_secs(5);
 const AUTO_SLICE_S: f64 = 0.025;
+/// `--slices auto`: at least this much slice a worker of the largest crew. The harness freezes,
+/// reads (two stat and two schedstat reads a worker) and thaws each crew serially, about 12 us
+/// a worker a slice: 0.6 ms a worker keeps that near 2% of the slice (25 ms up to 41 workers,
+/// 134 ms at 224, 269 ms at 448).
+const AUTO_SLICE_PER_WORKER_S: f64 = 0.0006;
 /// The most slices `auto` makes (100 s at 0.025 s) and `--slices` takes.
 const MAX_SLICES: u32 = 4000;
 /// The shortest slice: below it the freeze and thaw are a visible part of the slice.
@@ -75,12 +80,16 @@ impl RunOptions {
     /// order the flags are listed here, so of several mistakes the same one is named first.
     pub fn from_args(args: &RunArgs, allowed_cpus: &[usize]) -> Result<Self> {
         let placements = placements(args)?;
-        let timing = Timing::from_args(args)?;
+        let mut timing = Timing::from_args(args)?;
         let cpus = cpus(args, allowed_cpus)?;
         let task_counts = match &args.tasks {
             None => vec![cpus.len()],
             Some(text) => parse_task_counts(text)?,
         };
+        let most_tasks = task_counts.iter().copied().max().unwrap_or(1);
+        if args.slices.trim() == "auto" && timing.iterations.is_none() && timing.duration >= AUTO_SLICING_FROM {
+            timing.slices = auto_slices(timing.duration, most_tasks);
+        }
         check_siblings(&placements, &task_counts, args.mode.into())?;
         check_turns(&timing, &task_counts, cpus.len())?;
         let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
@@ -277,6 +286,13 @@ fn check_turns(timing: &Timing, task_counts: &[usize], cpus: usize) -> Result<()
     Ok(())
 }
 
+/// `--slices auto` from AUTO_SLICING_FROM: 25 ms slices, longer where the largest crew's
+/// `most_tasks` workers would make the harness's share of a slice pass about 2%.
+fn auto_slices(duration: Duration, most_tasks: usize) -> u32 {
+    let slice_s = AUTO_SLICE_S.max(most_tasks as f64 * AUTO_SLICE_PER_WORKER_S);
+    ((duration.as_secs_f64() / slice_s).round().max(1.0) as u32).min(MAX_SLICES)
+}
+
 /// `--slices`: the number given, or by default one per 25 ms of `duration` from 5 s, one per
 /// second below (3 whole runs for fixed work); each fixed-time slice at least MIN_SLICE long.
 fn slices(args: &RunArgs, fixed_work: bool, duration: Duration) -> Result<u32> {
@@ -288,9 +304,7 @@ fn slices(args: &RunArgs, fixed_work: bool, duration: Duration) -> Result<u32> {
         // neighbouring moments of a noisy machine: on the 2-CPU VM, 10 s, the overhead's 95%
         // half-width was 1.7-1.8 points with 0.1 s slices, 0.9-1.35 with 50 ms, 0.6-0.9 with
         // 25 ms (README, Benchmarks). Shorter runs (smoke tests) keep one slice per second.
-        "auto" if duration >= AUTO_SLICING_FROM => {
-            ((duration.as_secs_f64() / AUTO_SLICE_S).round() as u32).min(MAX_SLICES)
-        }
+        "auto" if duration >= AUTO_SLICING_FROM => auto_slices(duration, 1),
         "auto" => (duration.as_secs_f64().floor() as u32).clamp(1, 10),
         text => text.parse::<u32>().ok().filter(|n| (1..=MAX_SLICES).contains(n)).ok_or_else(|| {
             anyhow!("--slices {text:?}: give a whole number of slices from 1 to {MAX_SLICES}, or auto")
@@ -558,6 +572,18 @@ mod tests {
     use super::*;
 
     /// A value the command line accepts is the name the engine prints (table, CSV, JSON).
+    #[test]
+    fn auto_slices_are_25_ms_until_the_largest_crew_would_make_the_harness_pass_2_percent() {
+        let ten = Duration::from_secs(10);
+        assert_eq!(auto_slices(ten, 2), 400);
+        assert_eq!(auto_slices(ten, 41), 400, "41 workers: 24.6 ms of slice, still 25 ms");
+        // 224 workers: 134.4 ms slices; 448: 268.8 ms.
+        assert_eq!(auto_slices(ten, 224), 74);
+        assert_eq!(auto_slices(ten, 448), 37);
+        assert_eq!(auto_slices(Duration::from_secs(300), 224), 2232);
+        assert_eq!(auto_slices(Duration::from_secs(1000), 1), MAX_SLICES);
+    }
+
     #[test]
     fn command_line_values_are_the_engine_names() {
         use clap::ValueEnum;

@@ -358,10 +358,12 @@ fn announce(progress: &mut dyn Progress, plan: &Plan, slice: Scheduled, after_s:
 /// no figure.
 fn mark_round_complete(report: &mut Report, round: u32, tasks: usize) {
     let of_round = |m_round: u32, m_tasks: usize| m_round == round && m_tasks == tasks;
-    let attempted = report.measurements.iter().filter(|m| of_round(m.round, m.tasks)).count()
-        + report.failures.iter().filter(|f| of_round(f.round, f.tasks)).count();
-    if attempted >= report.plan.placements.len() {
-        for m in report.measurements.iter_mut().filter(|m| of_round(m.round, m.tasks)) {
+    // A round's slices and failures are the last ones recorded: searched from the end, so the
+    // run's bookkeeping a slice stays flat, not linear in the slices so far.
+    let measured = report.measurements.iter().rev().take_while(|m| of_round(m.round, m.tasks)).count();
+    let failed = report.failures.iter().rev().take_while(|f| of_round(f.round, f.tasks)).count();
+    if measured + failed >= report.plan.placements.len() {
+        for m in report.measurements.iter_mut().rev().take_while(|m| of_round(m.round, m.tasks)) {
             m.round_complete = true;
         }
     }

@@ -109,6 +109,10 @@ pub struct Crew {
     start_skew_ns: u64,
     /// Fork to frozen after warmup; reported with the crew's first slice only.
     set_up_ns: Option<u64>,
+    /// The loop counters and scheduler times of the crew's last reading, which a frozen crew
+    /// keeps until its next thaw: the settling window starts from them without reading every
+    /// worker's schedstat again (a read a worker a slice, serial, at 224 workers).
+    frozen_at: Option<Snapshot>,
 }
 
 impl Crew {
@@ -192,6 +196,7 @@ impl Crew {
             start_offsets_ns: vec![0; count],
             start_skew_ns: 0,
             set_up_ns: None,
+            frozen_at: None,
         })
     }
 
@@ -261,6 +266,12 @@ impl Crew {
         let stopped_ns = monotonic_ns();
         let (frozen_ns, after) = self.freeze_and_read()?;
         let read_ns = monotonic_ns();
+        self.frozen_at = Some(Snapshot {
+            iterations: after.iterations.clone(),
+            counts: vec![None; after.iterations.len()],
+            sched: after.sched.clone(),
+            ..Snapshot::default()
+        });
         if fixed {
             self.note_starts(started_ns);
         }
@@ -282,7 +293,10 @@ impl Crew {
     /// frozen again; returns what its workers spent on their CPUs and the faults they took
     /// there, the snapshot the measured window starts from, and when its reading ended.
     fn settle(&mut self) -> Result<(u64, u64, Snapshot, u64)> {
-        let parked = self.loop_and_cpu_times();
+        let parked = match self.frozen_at.take() {
+            Some(frozen) => frozen,
+            None => self.loop_and_cpu_times(),
+        };
         self.workers.signal_all(Signal::SIGCONT)?;
         wait_until(monotonic_ns() + SETTLE_NS, &mut self.workers, &self.slots)?;
         let (_, settled) = self.freeze_and_read()?;
@@ -394,6 +408,13 @@ impl Crew {
             .collect::<std::io::Result<_>>()
             .map_err(|e| anyhow!("reading perf counters: {e}"))?;
         let (memcg, psi_scope) = self.memcg_files.read();
+        // The loop counters and scheduler times are read as the settling window reads them.
+        let Snapshot { iterations, sched, .. } = self.loop_and_cpu_times();
+        let steal_ns = self.steal_file.read();
+        // Each stat line read last and once: its counts, and the worker's state after every
+        // other counter was read. A worker an outside SIGCONT set running at any moment since
+        // the freeze is still running here (only the harness stops it again), so it is caught;
+        // a second read of every stat line for the state alone cost a read a worker a snapshot.
         let (counts, children_ns, states) = (0..self.count()).map(|i| self.task_counts(i)).fold(
             (Vec::new(), Vec::new(), Vec::new()),
             |(mut counts, mut children, mut states), (c, n, s)| {
@@ -403,8 +424,6 @@ impl Crew {
                 (counts, children, states)
             },
         );
-        // The loop counters and scheduler times are read as the settling window reads them.
-        let Snapshot { iterations, sched, .. } = self.loop_and_cpu_times();
         let snapshot = Snapshot {
             iterations,
             counts,
@@ -414,21 +433,12 @@ impl Crew {
                 Mode::Process => children_ns,
                 Mode::Thread => Vec::new(),
             },
-            steal_ns: self.steal_file.read(),
+            steal_ns,
             // memory.stat read once: `CounterFiles::read` parsed pgfault with the rest.
             memcg_pgfault: memcg.stat.pgfault,
             memcg,
             psi_scope,
         };
-        // Read again after every counter: a worker set running between the first look and the
-        // last counter read (on one CPU the harness is no real-time task and it runs at once)
-        // is caught here, not only one running before.
-        let stopped = |state: &Option<char>| matches!(state, Some('T' | 't'));
-        let states = states
-            .into_iter()
-            .zip(self.worker_files.iter_mut().map(|f| f.stat().map(|s| s.state)).collect::<Vec<_>>())
-            .map(|(first, last)| if stopped(&first) { last } else { first })
-            .collect();
         Ok((snapshot, states))
     }
 
