@@ -1216,7 +1216,8 @@ fn more_workers_per_cpu_than_a_slice_has_turns_is_refused() {
         .unwrap();
     let started = Instant::now();
     let output = Command::new(binary())
-        .args(["--base", BASE, "--duration", "10", "--tasks", "4096", "--cpus", &cpu])
+        // 25 ms slices given: auto would lengthen them for 4096 workers (0.6 ms a worker).
+        .args(["--base", BASE, "--duration", "10", "--slices", "400", "--tasks", "4096", "--cpus", &cpu])
         .output()
         .unwrap();
     let said = text(&output.stderr);
