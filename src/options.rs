@@ -487,6 +487,17 @@ fn profile_dir(args: &RunArgs) -> Result<Option<PathBuf>> {
         bail!("--profile-dir \"\": give a directory for the flame graphs");
     }
     let dir = PathBuf::from(text);
+    // A link to nothing is neither there (exists() follows it) nor creatable (mkdir finds the
+    // link): found after the measuring, it cost every profile.
+    if !dir.exists()
+        && let Ok(target) = std::fs::read_link(&dir)
+    {
+        bail!(
+            "--profile-dir {}: a symbolic link to {}, which does not exist; make that directory, or give another",
+            dir.display(),
+            target.display()
+        );
+    }
     if dir.exists() && !dir.is_dir() {
         bail!("--profile-dir {}: exists and is not a directory; give a directory", dir.display());
     }

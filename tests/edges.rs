@@ -263,3 +263,33 @@ fn env_names_the_new_base_and_counts_numa_nodes() {
         assert!(list == format!("(node {})", online.trim()) || list == format!("(nodes {})", online.trim()), "{nodes}");
     }
 }
+
+/// A --profile-dir that is a symbolic link to nothing: refused before anything is measured
+/// (exit 2), naming the link's target. Before, the whole run measured, printed its table, then
+/// failed with "File exists" and lost every profile.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_dangling_profile_dir_link_is_refused_before_measuring() {
+    let _serial = needs_root();
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("pd");
+    std::os::unix::fs::symlink("missing", &link).unwrap();
+    let json = dir.path().join("pd.json");
+    let started = std::time::Instant::now();
+    let (pid, output) = run(&[
+        "--base",
+        BASE,
+        "--duration",
+        "2",
+        "--profile-dir",
+        link.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_nothing_left(&runs_dir(), pid);
+    let said = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.contains("--profile-dir") && said.contains("symbolic link to missing"), "{said}");
+    assert!(started.elapsed() < Duration::from_secs(2), "refused before measuring: {:?}", started.elapsed());
+    assert!(!json.exists() && std::fs::read_link(&link).is_ok(), "nothing written, the link kept");
+}
