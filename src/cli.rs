@@ -222,6 +222,11 @@ pub struct RunArgs {
     #[arg(long, short)]
     pub quiet: bool,
 
+    /// Also name every slice a per-slice warning fired in (by default each kind is said once
+    /// per placement: the worst case, with how many slices had it)
+    #[arg(long, short)]
+    pub verbose: bool,
+
     /// Check the run's arguments as for a machine of CPUS CPUs and exit, creating nothing (how
     /// scripts/kernel-ab checks what a guest will run before it boots one)
     #[arg(long, value_name = "CPUS")]

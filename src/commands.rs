@@ -77,6 +77,11 @@ pub fn main_job(options: &RunOptions, allowed_cpus: &[usize]) -> Result<Outcome>
     for warning in &report.warnings {
         say!("faultscale: warning: {warning}");
     }
+    if options.verbose {
+        for warning in &report.slice_warnings {
+            say!("faultscale: slice: {warning}");
+        }
+    }
     if !options.quiet {
         print_table(options, &report, outputs.share_stdout());
     }

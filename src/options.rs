@@ -73,6 +73,7 @@ pub struct RunOptions {
     pub outputs: Vec<(&'static dyn Exporter, OutputPath)>,
     pub per_cpu: bool,
     pub quiet: bool,
+    pub verbose: bool,
 }
 
 impl RunOptions {
@@ -133,6 +134,7 @@ impl RunOptions {
             outputs: args.outputs.0.iter().map(|(format, path)| (*format, OutputPath::parse(path))).collect(),
             per_cpu: args.per_cpu,
             quiet: args.quiet,
+            verbose: args.verbose,
         })
     }
 }

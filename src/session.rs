@@ -127,6 +127,7 @@ impl Session {
             interrupted: None,
             finished: false,
             leave_out_memo: Default::default(),
+            slice_warnings: Vec::new(),
             plan,
         };
         Ok(Session { hierarchy, tree, leaves, files, report })

@@ -105,5 +105,6 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
         interrupted: None,
         finished: true,
         leave_out_memo: Default::default(),
+        slice_warnings: Vec::new(),
     }
 }

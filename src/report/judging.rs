@@ -1,7 +1,7 @@
 //! Judging a run's figures once its loop is over: empty baselines become failures, counts
 //! that disagree and figures that should not be trusted become warnings, each saying what
-//! was measured. Per-slice warnings of one kind are said for three slices and counted past
-//! that: a run of a thousand 0.1 s slices must not print a thousand lines.
+//! was measured. Per-slice warnings are said once per placement and kind, the worst with a
+//! count: a run of a thousand 0.1 s slices must not print a thousand lines.
 
 use crate::measure::memcg::PsiScope;
 use crate::run;
@@ -20,14 +20,16 @@ pub fn conclude(report: &mut Report) {
             .iter()
             .filter_map(|m| counts_disagree(&report.plan, m, shape.per_iteration, shape.unit))
             .collect();
-        report.warnings.extend(disagreements);
+        report.slice_warnings.extend(disagreements.iter().cloned());
+        report.warnings.extend(worst_of_each(disagreements));
     } else if report.plan.thp != crate::workload::ThpMode::Never {
         let huge = huge_page_warnings(report);
         report.warnings.extend(huge);
     }
     report.finished = true;
-    let reliability = reliability_warnings(report);
+    let (reliability, per_slice) = reliability_warnings(report);
     report.warnings.extend(reliability);
+    report.slice_warnings.extend(per_slice);
 }
 
 /// A baseline slice that counted nothing has no rate to divide by. Where the baseline counted
@@ -61,7 +63,8 @@ fn starved_baselines(report: &mut Report) {
         });
         false
     });
-    report.warnings.extend(at_most_three_each(starved));
+    report.slice_warnings.extend(starved.iter().cloned());
+    report.warnings.extend(worst_of_each(starved));
 }
 
 /// SIGSTOP freezes each worker mid-iteration: the kernel has counted up to one iteration's
@@ -108,7 +111,7 @@ fn huge_page_warnings(report: &Report) -> Vec<Warning> {
 
 /// Warnings about figures that should not be trusted: a baseline under pressure, variation,
 /// overran slices, skew, CPU taken by other load.
-fn reliability_warnings(report: &Report) -> Vec<Warning> {
+fn reliability_warnings(report: &Report) -> (Vec<Warning>, Vec<Warning>) {
     let mut warnings = baseline_pressure_warnings(report);
     let coarse = coarse_count_warnings(report);
     for summary in report.summaries() {
@@ -150,11 +153,15 @@ fn reliability_warnings(report: &Report) -> Vec<Warning> {
         }
     }
     warnings.extend(coarse);
-    warnings.extend(at_most_three_each(per_slice));
-    warnings.extend(disturbed_warnings(report));
+    let disturbed = disturbed_warnings(report);
+    // A placement whose disturbed slices are counted in one line needs no second line for the
+    // worst of them (--verbose names each).
+    let counted_once = |w: &Warning| matches!(w, Warning::WaitedForCpu { placement, .. } if disturbed.iter().any(|d| matches!(d, Warning::Disturbed { placement: p, .. } if p == placement)));
+    warnings.extend(worst_of_each(per_slice.iter().filter(|w| !counted_once(w)).cloned().collect()));
+    warnings.extend(disturbed);
     warnings.extend(overhead_unknown_warnings(report));
     warnings.extend(tails_trimmed_warnings(report));
-    warnings
+    (warnings, per_slice)
 }
 
 /// Where the overhead's plain mean, interval and all, excludes the trimmed figure given: the
@@ -239,28 +246,36 @@ fn overhead_unknown_warnings(report: &Report) -> Vec<Warning> {
     warnings
 }
 
-/// Per-slice warnings, three of each kind per placement, and a count of the rest.
-fn at_most_three_each(warnings: Vec<Warning>) -> Vec<Warning> {
+/// Per-slice warnings said once per placement and kind: the worst case, with how many slices
+/// had one, so stderr (which LKP keeps) does not grow with slices x workers. Every one is kept
+/// in `Report::slice_warnings` for --verbose; the files hold each slice's flags.
+fn worst_of_each(warnings: Vec<Warning>) -> Vec<Warning> {
+    use std::collections::{HashMap, HashSet};
     let mut kept: Vec<Warning> = Vec::new();
-    let mut more: Vec<(String, &'static str, usize)> = Vec::new();
-    let mut seen: std::collections::HashMap<(String, &'static str), usize> = Default::default();
+    let mut seen: HashMap<(String, &'static str), (usize, HashSet<String>)> = HashMap::new();
     for warning in warnings {
         let Some((placement, kind)) = warning.per_slice() else {
             kept.push(warning);
             continue;
         };
-        let count = seen.entry((placement.to_string(), kind)).or_insert(0);
-        *count += 1;
-        if *count <= 3 {
-            kept.push(warning);
-        } else {
-            match more.iter_mut().find(|(p, k, _)| p == placement && *k == kind) {
-                Some(entry) => entry.2 += 1,
-                None => more.push((placement.to_string(), kind, 1)),
+        let slice = warning.slice().unwrap_or_default().to_string();
+        match seen.get_mut(&(placement.to_string(), kind)) {
+            Some((at, slices)) => {
+                slices.insert(slice);
+                if warning.severity() > kept[*at].severity() {
+                    kept[*at] = warning;
+                }
+            }
+            None => {
+                seen.insert((placement.to_string(), kind), (kept.len(), HashSet::from([slice])));
+                kept.push(warning);
             }
         }
     }
-    kept.extend(more.into_iter().map(|(placement, kind, more)| Warning::MoreSlices { placement, kind, more }));
+    for (at, slices) in seen.into_values().filter(|(_, slices)| slices.len() > 1) {
+        let worst = Box::new(kept[at].clone());
+        kept[at] = Warning::Worst { worst, slices: slices.len() };
+    }
     kept
 }
 

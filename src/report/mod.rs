@@ -194,6 +194,9 @@ pub struct Report {
     /// `leaves_out_disturbed` per task count, for the measurements as they were when it was
     /// worked out: every figure asks it of every slice.
     pub leave_out_memo: std::cell::RefCell<LeaveOutMemo>,
+    /// Every per-slice warning (`warnings` says the worst of each kind once): --verbose prints
+    /// them.
+    pub slice_warnings: Vec<Warning>,
 }
 
 /// What `leaves_out_disturbed` found, and for which state of the measurements.

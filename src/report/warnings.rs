@@ -60,8 +60,9 @@ pub enum Warning {
     /// A baseline slice that counted no whole iteration while its other slices did: starved
     /// by other load, flagged overran and left out.
     Starved { placement: String, slice: String },
-    /// More slices of one placement had a per-slice warning of one kind than are named.
-    MoreSlices { placement: String, kind: &'static str, more: usize },
+    /// A per-slice warning that `slices` slices of its placement had: the worst of them, said
+    /// once (every one is in `Report::slice_warnings`, which --verbose prints).
+    Worst { worst: Box<Warning>, slices: usize },
     /// Slices in which a worker waited for its CPU over 2% of the slice, and whether they were
     /// left out of the figures (they are while a minority).
     Disturbed { placement: String, disturbed: usize, slices: usize, left_out: bool },
@@ -149,7 +150,6 @@ impl fmt::Display for Warning {
             ),
             Warning::Noisy { .. }
             | Warning::NoisyCost { .. }
-            | Warning::MoreSlices { .. }
             | Warning::Disturbed { .. }
             | Warning::ControlSignificant { .. }
             | Warning::OverheadUnknown { .. }
@@ -161,13 +161,50 @@ impl fmt::Display for Warning {
             | Warning::WaitedForCpu { .. }
             | Warning::Blocked { .. }
             | Warning::Stolen { .. } => self.fmt_time_off_cpu(f),
+            Warning::Worst { worst, slices } => {
+                write!(f, "{worst}; the worst of {slices} slices with this warning (--verbose names each)")
+            }
         }
     }
 }
 
 impl Warning {
-    /// For a warning about one slice: its placement and what kind it is, in words that finish
-    /// "N more slice(s) ..."; None for the others.
+    /// For a warning about one slice: the slice's name.
+    pub fn slice(&self) -> Option<&str> {
+        match self {
+            Warning::CountsDisagree { slice, .. }
+            | Warning::StartSkew { slice, .. }
+            | Warning::PausedFixedWork { slice, .. }
+            | Warning::Overran { slice, .. }
+            | Warning::Starved { slice, .. }
+            | Warning::CpuTaken { slice, .. }
+            | Warning::WaitedForCpu { slice, .. }
+            | Warning::Blocked { slice, .. }
+            | Warning::Stolen { slice, .. } => Some(slice),
+            _ => None,
+        }
+    }
+
+    /// How bad a per-slice warning's case is, to say the worst of a kind: the share of time
+    /// lost, the skew, the overrun, the disagreement; 0 for the others.
+    pub fn severity(&self) -> f64 {
+        match self {
+            Warning::CountsDisagree { loop_faults, kernel_faults, .. } => {
+                loop_faults.abs_diff(*kernel_faults) as f64 / (*kernel_faults).max(1) as f64
+            }
+            Warning::StartSkew { skew_us, .. } => *skew_us,
+            Warning::PausedFixedWork { measured_s, .. } => *measured_s,
+            Warning::Overran { measured_s, asked_s, .. } => measured_s / asked_s,
+            // The time it was on its CPU: the less, the worse.
+            Warning::CpuTaken { share, .. } => 1.0 - share,
+            Warning::WaitedForCpu { share, .. } | Warning::Blocked { share, .. } | Warning::Stolen { share, .. } => {
+                *share
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// For a warning about one slice: its placement and what kind it is; None for the others.
     pub fn per_slice(&self) -> Option<(&str, &'static str)> {
         Some(match self {
             Warning::CountsDisagree { placement, .. } => (placement, "where loop and kernel counts disagreed"),
@@ -233,9 +270,7 @@ impl Warning {
                 f,
                 "fixed work took {elapsed_ms:.1} ms per slice (median): under 100 ms the start and stop signals weigh in, and sys is counted in 10 ms clock ticks; ask for more --iterations"
             ),
-            Warning::MoreSlices { placement, kind, more } => {
-                write!(f, "{placement}: {more} more slice(s) {kind}, as above")
-            }
+
             Warning::Disturbed { placement, disturbed, slices, left_out } => write!(
                 f,
                 "{placement}: in {disturbed} of {slices} slices a worker waited for its CPU over 2% of the slice (other load ran there, and took its caches too); {}",
