@@ -107,12 +107,13 @@ impl Outputs {
     }
 
     /// The final files and flame graphs; false when one could not be written (each said).
-    /// A file is written when there are measurements, or when a checkpoint put slices in it
-    /// that a stop signal voided: then it holds what the report holds, none of them.
+    /// A file is written when there are measurements, when a checkpoint put slices in it that
+    /// a stop signal voided (then it holds what the report holds, none of them), or when every
+    /// placement failed: the record of why (`failures`, state `failed`) is the run's result.
     pub fn write(self, report: &Report) -> bool {
         let mut all_written = true;
         for file in self.files {
-            if (!report.measurements.is_empty() || file.checkpointed.is_some())
+            if (!report.measurements.is_empty() || file.checkpointed.is_some() || !report.failures.is_empty())
                 && let Err(e) = file.sink.write_with(|out| file.format.write(out, report, &self.settings))
             {
                 // The file is left as the last checkpoint wrote it, which not every format marks
@@ -151,4 +152,36 @@ fn refuse_profile_files(plan: &Plan, sink: &Sink) -> Result<()> {
         sink.refuse_place(&format!("--profile-dir {} (its {name})", dir.display()), &dir.join(&name))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Failure, fixture};
+    use crate::sink::OutputPath;
+
+    #[test]
+    fn a_run_whose_every_placement_failed_still_writes_its_record() {
+        let mut report = fixture::synthetic_report(&[]);
+        report.finished = true;
+        report.failures.push(Failure {
+            placement: report.plan.placements[1].clone(),
+            tasks: 2,
+            round: 1,
+            reason: "worker 7 on CPU 0 was killed by the OOM killer".into(),
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("oom.json");
+        let csv = dir.path().join("oom.csv");
+        let outputs = [
+            (super::super::EXPORTERS[1], OutputPath::File(json.clone())),
+            (super::super::EXPORTERS[0], OutputPath::File(csv.clone())),
+        ];
+        let opened = Outputs::open(&outputs, &report.plan, Settings { per_cpu: false }).unwrap();
+        assert!(opened.write(&report));
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(doc["state"], "failed", "{doc}");
+        assert!(doc["failures"].to_string().contains("OOM killer"), "{doc}");
+        assert!(csv.exists(), "the CSV is written too: its header, no slice");
+    }
 }

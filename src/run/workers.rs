@@ -66,7 +66,7 @@ impl Workers {
                 first_file_index,
             };
             // SAFETY: the harness is single-threaded (see the module comment of run/).
-            match unsafe { fork() }.map_err(|e| anyhow!("fork: {e}"))? {
+            match unsafe { fork() }.map_err(|e| fork_error(e, process, cpus.len()))? {
                 ForkResult::Child => worker::main(&plan),
                 ForkResult::Parent { child } => {
                     let group = *workers.group.get_or_insert(child);
@@ -224,5 +224,32 @@ fn describe_exit(status: libc::c_int, slot_message: Option<String>) -> String {
         message
     } else {
         format!("exited with status {}", libc::WEXITSTATUS(status))
+    }
+}
+
+/// fork's EAGAIN names no limit: say which ones stop a fork, with the one this process can
+/// read, and how many processes the crew needed.
+fn fork_error(error: nix::errno::Errno, forked: usize, crew: usize) -> anyhow::Error {
+    if error != nix::errno::Errno::EAGAIN {
+        return anyhow!("forking worker {} of {crew}: {error}", forked + 1);
+    }
+    let nproc = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NPROC)
+        .map(|(soft, _)| if soft == libc::RLIM_INFINITY { "unlimited".to_string() } else { soft.to_string() })
+        .unwrap_or_else(|_| "unknown".into());
+    anyhow!(
+        "forking worker {} of {crew}: {error}: a process limit was reached: the pids.max of faultscale's pids cgroup or an ancestor's, ulimit -u ({nproc} here; root is exempt), or kernel.pid_max/threads-max; allow more processes, or give fewer --tasks or placements",
+        forked + 1
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_fork_refused_for_a_process_limit_names_the_limits_and_the_worker() {
+        let said = super::fork_error(nix::errno::Errno::EAGAIN, 19, 64).to_string();
+        assert!(said.starts_with("forking worker 20 of 64: EAGAIN"), "{said}");
+        assert!(said.contains("pids.max") && said.contains("ulimit -u") && said.contains("fewer --tasks"), "{said}");
+        let other = super::fork_error(nix::errno::Errno::ENOMEM, 0, 2).to_string();
+        assert!(!other.contains("pids.max"), "{other}");
     }
 }
