@@ -312,6 +312,12 @@ impl Sink {
         Ok(())
     }
 
+    /// Whether the output is a stream (stdout, a FIFO, a device): written once, at the end, and
+    /// never a checkpoint.
+    pub fn is_stream(&self) -> bool {
+        matches!(self.target, Target::Stream(_))
+    }
+
     /// Writes what there is so far, for an output replaced whole (a regular file): between
     /// slices, so a run killed later keeps what it measured. A stream (FIFO, device, stdout)
     /// cannot be rewritten and gets its content once, at the end.

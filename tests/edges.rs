@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -292,4 +293,28 @@ fn a_dangling_profile_dir_link_is_refused_before_measuring() {
     assert!(said.contains("--profile-dir") && said.contains("symbolic link to missing"), "{said}");
     assert!(started.elapsed() < Duration::from_secs(2), "refused before measuring: {:?}", started.elapsed());
     assert!(!json.exists() && std::fs::read_link(&link).is_ok(), "nothing written, the link kept");
+}
+
+/// `--json -` into a file system that fills: the stream is said to be incomplete, never to
+/// keep a checkpoint (a stream takes none). Before: "the file keeps the checkpoint of 1 of the
+/// 4 slices measured", over 64 KiB cut inside a string.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_stream_that_cannot_take_the_results_is_said_incomplete() {
+    let _serial = needs_root();
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=64k none {small} && exec {bin} --base {BASE} --cgroup child --duration 5 -q --json - > {small}/out.json",
+        small = small.display(),
+        bin = binary().display()
+    );
+    let output =
+        Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &script]).output().unwrap();
+    let said = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("writing --json -") && said.contains("what reached the stream is incomplete"), "{said}");
+    assert!(!said.contains("checkpoint"), "{said}");
+    assert!(faultscale_processes().is_empty());
 }

@@ -93,6 +93,8 @@ impl Outputs {
         let mut errors = Vec::new();
         for file in &mut self.files {
             match file.sink.checkpoint(|out| file.format.write(out, report, &settings)) {
+                // A stream takes no checkpoint: it keeps nothing but what the end writes.
+                Ok(()) if file.sink.is_stream() => {}
                 Ok(()) => file.checkpointed = Some(report.measurements.len()),
                 Err(e) => errors.push(e),
             }
@@ -113,12 +115,14 @@ impl Outputs {
     pub fn write(self, report: &Report) -> bool {
         let mut all_written = true;
         for file in self.files {
+            let stream = file.sink.is_stream();
             if (!report.measurements.is_empty() || file.checkpointed.is_some() || !report.failures.is_empty())
                 && let Err(e) = file.sink.write_with(|out| file.format.write(out, report, &self.settings))
             {
                 // The file is left as the last checkpoint wrote it, which not every format marks
                 // as partial (the samples have no state column): say what it holds.
                 let kept = match file.checkpointed {
+                    _ if stream => "; what reached the stream is incomplete".to_string(),
                     Some(slices) => format!(
                         "; the file keeps the checkpoint of {slices} of the {} slices measured",
                         report.measurements.len()
