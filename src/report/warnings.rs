@@ -146,7 +146,7 @@ impl fmt::Display for Warning {
             ),
             Warning::Overran { placement, slice, measured_s, asked_s } => write!(
                 f,
-                "{placement} {slice}: measured {measured_s:.2} s for {asked_s} s asked (stopped, or starved by overload or more tasks than the CPUs serve); its figures are flagged overran"
+                "{placement} {slice}: measured {measured_s:.2} s for {asked_s} s asked (stopped, starved by overload or more tasks than the CPUs serve, or kept running past its end by a signal from outside); its figures are flagged overran"
             ),
             Warning::Noisy { .. }
             | Warning::NoisyCost { .. }

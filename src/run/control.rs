@@ -28,7 +28,9 @@ pub fn check_interrupt() -> Result<()> {
 /// before it is seen (the wait then blocked for good, deaf to Ctrl-C): the wait polls, sends
 /// SIGSTOP again to a worker not yet stopped, heeds stop signals, and gives up after
 /// FREEZE_TIMEOUT naming the worker.
-pub fn freeze(workers: &mut Workers, slots: &Slots) -> Result<()> {
+/// Returns whether a worker had to be sent SIGSTOP again (something outside continued it):
+/// the freeze then ended late, and the slice with it.
+pub fn freeze(workers: &mut Workers, slots: &Slots) -> Result<bool> {
     let every: Vec<usize> = (0..workers.processes.len()).collect();
     freeze_these(workers, slots, &every)
 }
@@ -36,8 +38,9 @@ pub fn freeze(workers: &mut Workers, slots: &Slots) -> Result<()> {
 /// Freezes the crew again (one SIGSTOP to its group) and waits for the stop reports of the
 /// processes in `running` alone: those an outside SIGCONT set running. The others stayed
 /// stopped, and a stopped process sends no new report for another SIGSTOP.
-pub fn freeze_these(workers: &mut Workers, slots: &Slots, running: &[usize]) -> Result<()> {
+pub fn freeze_these(workers: &mut Workers, slots: &Slots, running: &[usize]) -> Result<bool> {
     workers.signal_all(Signal::SIGSTOP)?;
+    let mut stopped_again = false;
     let deadline = monotonic_ns() + FREEZE_TIMEOUT.as_nanos() as u64;
     for &process in running {
         let mut polls = 0u32;
@@ -62,6 +65,7 @@ pub fn freeze_these(workers: &mut Workers, slots: &Slots, running: &[usize]) -> 
             polls += 1;
             if polls.is_multiple_of(RESTOP_POLLS) {
                 let _ = nix::sys::signal::kill(workers.processes[process], Signal::SIGSTOP);
+                stopped_again = true;
             }
             // Short: a worker on another CPU stops within microseconds of the signal, and
             // one on the harness's own CPU as soon as the harness sleeps (it runs SCHED_FIFO).
@@ -69,7 +73,7 @@ pub fn freeze_these(workers: &mut Workers, slots: &Slots, running: &[usize]) -> 
             std::thread::sleep(FREEZE_POLL);
         }
     }
-    Ok(())
+    Ok(stopped_again)
 }
 
 /// How long the freeze sleeps between looks at a worker not yet stopped, and after how many

@@ -134,7 +134,7 @@ impl Crew {
             crew.workers.signal_all(signals::START_SIGNAL)?;
             crew.wait_started(released_ns)?;
             wait_until(monotonic_ns() + request.warmup.as_nanos() as u64, &mut crew.workers, &crew.slots)?;
-            freeze(&mut crew.workers, &crew.slots)?;
+            let _ = freeze(&mut crew.workers, &crew.slots)?;
         }
         crew.set_up_ns = Some(monotonic_ns() - begun_ns);
         Ok(crew)
@@ -264,7 +264,7 @@ impl Crew {
         // Stop: SIGSTOP freezes every worker at once; counters are read while they are frozen
         // so loop, perf, per-task and memcg counts describe the same instant.
         let stopped_ns = monotonic_ns();
-        let (frozen_ns, after) = self.freeze_and_read()?;
+        let (frozen_ns, after, stopped_late) = self.freeze_and_read()?;
         let read_ns = monotonic_ns();
         self.frozen_at = Some(Snapshot {
             iterations: after.iterations.clone(),
@@ -286,7 +286,10 @@ impl Crew {
         };
         let facts = self.facts(spec, Timing { started_ns, stopped_ns: frozen_ns });
         let run = figures(&facts, after.since(&before, &self.cpus), samples)?;
-        Ok(SliceResult { profile, harness: Some(harness), ..run })
+        // A slice an outside SIGCONT kept running past its end (a second SIGSTOP, a second
+        // freeze) measured a window of another length than its pair's: flagged, in no figure.
+        let overran = run.overran || stopped_late;
+        Ok(SliceResult { profile, harness: Some(harness), overran, ..run })
     }
 
     /// The unmeasured settling window before a timed slice (SETTLE_NS): the crew thawed and
@@ -299,7 +302,7 @@ impl Crew {
         };
         self.workers.signal_all(Signal::SIGCONT)?;
         wait_until(monotonic_ns() + SETTLE_NS, &mut self.workers, &self.slots)?;
-        let (_, settled) = self.freeze_and_read()?;
+        let (_, settled, _) = self.freeze_and_read()?;
         // The measured window opens here, at the reading's end, not at the thaw: a worker an
         // outside SIGCONT sets running from now on (on one CPU it runs at once, for a whole
         // turn) is inside the window it is counted in.
@@ -367,9 +370,9 @@ impl Crew {
     /// times its slice). Such a crew is frozen again, waiting for the workers that ran alone
     /// (the others stayed stopped and report nothing new), and read again, up to FROZEN_READS
     /// times; then the slice fails, naming the workers that kept running. Returns when the
-    /// freeze that held ended, with the snapshot.
-    fn freeze_and_read(&mut self) -> Result<(u64, Snapshot)> {
-        freeze(&mut self.workers, &self.slots)?;
+    /// freeze that held ended, with the snapshot, and whether the freeze ended late for it.
+    fn freeze_and_read(&mut self) -> Result<(u64, Snapshot, bool)> {
+        let mut late = freeze(&mut self.workers, &self.slots)?;
         let mut running: Vec<usize> = Vec::new();
         for read in 1..=FROZEN_READS {
             if read > 1 {
@@ -377,12 +380,13 @@ impl Crew {
                     running.iter().map(|&slot| self.workers.process_index_of(slot)).collect();
                 processes.dedup();
                 freeze_these(&mut self.workers, &self.slots, &processes)?;
+                late = true;
             }
             let frozen_ns = monotonic_ns();
             let (snapshot, states) = self.snapshot_with_states()?;
             running = (0..states.len()).filter(|&slot| !matches!(states[slot], Some('T' | 't'))).collect();
             if running.is_empty() {
-                return Ok((frozen_ns, snapshot));
+                return Ok((frozen_ns, snapshot, late));
             }
         }
         let named: Vec<String> =
