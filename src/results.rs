@@ -194,7 +194,7 @@ fn check_row_figures(name: &str, columns: &Columns, place: &str, record: &csv::S
 /// A JSON measurement's round, where it says (files from before the slice field do not).
 fn json_round(workload: &str, mode: &str, m: &Measurement) -> Option<RoundId> {
     let (repetition, slice) = (m.repetition?, m.slice?);
-    Some((workload.to_string(), mode.to_string(), m.result.workers.len() as u64, repetition, slice))
+    Some((workload.to_string(), mode.to_string(), m.result.tasks() as u64, repetition, slice))
 }
 
 /// A figure of a JSON file as `figure` quotes it: as JSON writes it.
@@ -251,8 +251,14 @@ fn mixed(message: String) -> anyhow::Error {
     anyhow::Error::new(crate::error::Error::Usage(message))
 }
 
-/// Far beyond any run's file (a 10,000-round sweep with --per-cpu is a few MiB).
+/// Far beyond any run's CSV file, which is read whole (one row per placement and slice: 4
+/// placements by 4,000 slices are about 12 MiB; with --per-cpu, one row a worker more).
 const MAX_RESULT_BYTES: u64 = 256 << 20;
+
+/// A JSON file is streamed (`RunFile::from_json_reader`): what it holds in memory grows with
+/// its slices, not its workers or its bytes. Still, far beyond any run's: a file of format 1
+/// (every worker of every slice) at 448 workers, 4 placements and 4,000 slices is about 3.5 GB.
+const MAX_JSON_BYTES: u64 = 64 << 30;
 
 /// A rate, ratio or task count read back must be a finite, non-negative number.
 fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> Result<f64> {
@@ -412,12 +418,11 @@ fn unreadable(
     }
 }
 
-/// The text of a result file, checked on the file opened, not on the path: a path switched
-/// between the check and the read (a symlink flipped to a FIFO or /dev/zero) would block forever
-/// or read without end. Opened without blocking (a FIFO's open waits for a writer), refused
-/// unless a regular file, and read no further than a result file can be.
-fn read_bounded(path: &Path, name: &str) -> Result<String> {
-    use std::io::Read as _;
+/// A result file opened, checked on the file opened, not on the path: a path switched between
+/// the check and the read (a symlink flipped to a FIFO or /dev/zero) would block forever or read
+/// without end. Opened without blocking (a FIFO's open waits for a writer), refused unless a
+/// regular file.
+fn open_regular(path: &Path, name: &str) -> Result<(std::fs::File, u64)> {
     use std::os::unix::fs::OpenOptionsExt as _;
     // Checked on the path first too, so a device is never even opened in the common case.
     if std::fs::metadata(path).with_context(|| format!("reading {name}"))?.is_file() {
@@ -428,32 +433,53 @@ fn read_bounded(path: &Path, name: &str) -> Result<String> {
             .with_context(|| format!("reading {name}"))?;
         let metadata = file.metadata().with_context(|| format!("reading {name}"))?;
         if metadata.is_file() {
-            let mut text = String::new();
-            file.take(MAX_RESULT_BYTES + 1).read_to_string(&mut text).with_context(|| format!("reading {name}"))?;
-            if text.len() as u64 > MAX_RESULT_BYTES {
-                bail!("{name}: over the {} MiB a result file can hold; is it a result file?", MAX_RESULT_BYTES >> 20);
-            }
-            return Ok(text);
+            return Ok((file, metadata.len()));
         }
     }
     bail!("{name}: not a regular file; give a faultscale --csv or --json file")
 }
 
+/// The text of a CSV file, read no further than a result file can be.
+fn read_bounded(reader: impl std::io::Read, name: &str) -> Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    reader.take(MAX_RESULT_BYTES + 1).read_to_string(&mut text).with_context(|| format!("reading {name}"))?;
+    if text.len() as u64 > MAX_RESULT_BYTES {
+        bail!("{name}: over the {} MiB a result file can hold; is it a result file?", MAX_RESULT_BYTES >> 20);
+    }
+    Ok(text)
+}
+
+/// The first byte of a file that is not blank (past a byte-order mark, an editor's save, which
+/// is no part of either format), looked at in the reader's first buffer and left unread; None
+/// where that buffer holds none.
+fn first_byte(reader: &mut impl std::io::BufRead) -> std::io::Result<Option<u8>> {
+    const BOM: &[u8] = b"\xef\xbb\xbf";
+    if reader.fill_buf()?.starts_with(BOM) {
+        reader.consume(BOM.len());
+    }
+    Ok(reader.fill_buf()?.iter().find(|b| !b.is_ascii_whitespace()).copied())
+}
+
 impl RunFile {
     pub fn load(path: &Path) -> Result<Self> {
         let name = crate::text::escaped(&path.display().to_string()).into_owned();
-        let text = read_bounded(path, &name)?;
-        // A byte-order mark (an editor's save) is no part of either format.
-        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let (file, size) = open_regular(path, &name)?;
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+        let first = first_byte(&mut reader).with_context(|| format!("reading {name}"))?;
+        let json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        if first.is_some() && (json || matches!(first, Some(b'{' | b'['))) {
+            if size > MAX_JSON_BYTES {
+                bail!("{name}: over the {} GiB a result file can hold; is it a result file?", MAX_JSON_BYTES >> 30);
+            }
+            use std::io::Read as _;
+            return Self::from_json_reader(name, first, reader.take(MAX_JSON_BYTES));
+        }
+        let text = read_bounded(reader, &name)?;
         if text.trim().is_empty() {
             bail!("{name}: empty; give a faultscale --csv or --json file");
         }
-        let json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
-        if json || text.trim_start().starts_with(['{', '[']) {
-            Self::from_json(name, text)
-        } else {
-            Self::from_csv(name, text)
-        }
+        Self::from_csv(name, &text)
     }
 
     /// One summary row: its rate and, for a placement, its overhead, its throughput ratio (the
@@ -767,28 +793,31 @@ impl RunFile {
         }
     }
 
+    /// A JSON file's text read as `load` streams a file.
+    #[cfg(test)]
     pub fn from_json(name: String, text: &str) -> Result<Self> {
-        let value: serde_json::Value = match serde_json::from_str(text) {
-            Ok(value) => value,
-            Err(e) => {
-                // `cat a.json b.json`: two whole documents, two runs, as a header again in a CSV.
-                let mut documents = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
-                if let (Some(Ok(_)), Some(Ok(_))) = (documents.next(), documents.next()) {
-                    return Err(mixed(format!(
-                        "{name}: a second JSON document follows the first: the file holds two runs; give each run its own file"
-                    )));
-                }
-                if e.to_string().starts_with("recursion limit exceeded") {
-                    bail!("{name}: not a faultscale --json file: nested deeper than any faultscale document ({e})");
-                }
-                bail!("{name}: not JSON: {e}")
-            }
-        };
-        if !value.is_object() {
-            bail!("{name}: a JSON document that is not an object; is this a faultscale --json file?");
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let first = text.bytes().find(|b| !b.is_ascii_whitespace());
+        Self::from_json_reader(name, first, text.as_bytes())
+    }
+
+    /// A JSON file read as a stream into its document (`json::document`), `first` its first
+    /// byte that is not blank: a worker's figures (files of format 1) are passed over unread.
+    fn from_json_reader(name: String, first: Option<u8>, reader: impl std::io::Read) -> Result<Self> {
+        let document = json::document(&name, first, reader).map_err(|e| match e {
+            json::Refused::Mixed(message) => mixed(message),
+            json::Refused::Other(error) => error,
+        })?;
+        let environment = &document.environment;
+        if !environment.is_null() && !environment.is_object() {
+            bail!("{name}: environment {environment} is not an object; is this a faultscale --json file?");
         }
-        let document = json::document(&name, &value)?;
-        let environment = object(&name, &value, "", "environment")?;
+        if let Some(version) = document.format_version.filter(|v| *v > schema::FORMAT_VERSION) {
+            bail!(
+                "{name}: format_version {version}: a newer faultscale wrote it (this one reads up to {}); read it with that one",
+                schema::FORMAT_VERSION
+            );
+        }
         let settings = &document.settings;
         let workload = settings
             .workload
@@ -867,7 +896,7 @@ impl RunFile {
         index: usize,
     ) -> Result<()> {
         let name = &self.name.clone();
-        let tasks = m.result.workers.len() as u64;
+        let tasks = m.result.tasks() as u64;
         let placement = crate::text::escaped(&m.placement).into_owned();
         let placement = placement.as_str();
         if m.generation == Some(0) {
