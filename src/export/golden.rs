@@ -10,6 +10,7 @@ use crate::export::{self, Format};
 use crate::report::fixture::synthetic_report;
 use crate::report::{Failure, Report, Warning};
 use crate::results::RunFile;
+use crate::run::WorkerResult;
 
 fn golden(name: &str, actual: &[u8]) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
@@ -259,4 +260,47 @@ impl<'de> serde::de::Visitor<'de> for KeysSorted {
         }
         Ok(self)
     }
+}
+
+/// A measurement's size is its crew's sums, whatever the workers: 448 workers write what 2 do
+/// (a few digits more), and only --per-cpu writes each of them.
+#[test]
+fn a_measurement_is_of_one_size_whatever_the_workers() {
+    let bytes = |workers: usize, per_cpu: bool| {
+        let mut report = synthetic_report(&[(100_000.0, 90_000.0)]);
+        for m in &mut report.measurements {
+            let first = m.result.workers[0].clone();
+            m.result.workers = (0..workers).map(|cpu| WorkerResult { cpu, ..first.clone() }).collect();
+            m.result.samples.iter_mut().for_each(|s| s.iterations = vec![390; workers]);
+        }
+        let written = render(|out| export::json::write(out, &report, per_cpu));
+        let document: serde_json::Value = serde_json::from_slice(&written).unwrap();
+        let measurements = document["measurements"].as_array().unwrap();
+        measurements.iter().map(|m| serde_json::to_string_pretty(m).unwrap().len()).max().unwrap()
+    };
+    let (two, many) = (bytes(2, false), bytes(448, false));
+    assert!(many < two + 100 && many < 4096, "2 workers: {two} bytes; 448: {many}");
+    assert!(bytes(448, true) > 448 * 200, "--per-cpu writes every worker");
+}
+
+/// The same run read back from its files, each streamed from the file (a byte-order mark, a
+/// CSV's per-CPU rows): as from its text.
+#[test]
+fn a_file_streamed_reads_as_its_text() {
+    let report = on_cpu();
+    let dir = tempfile_dir();
+    let csv = render(|out| export::csv::write_rows(out, &export::csv::rows(&report, true)));
+    let json = render(|out| export::json::write(out, &report, true));
+    for (name, text) in [("x.csv", csv), ("x.json", json)] {
+        let path = dir.join(name);
+        std::fs::write(&path, [b"\xef\xbb\xbf".as_slice(), &text].concat()).unwrap();
+        let streamed = RunFile::load(&path).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let read = match name {
+            "x.csv" => RunFile::from_csv(streamed.name.clone(), &text),
+            _ => RunFile::from_json(streamed.name.clone(), &text),
+        };
+        assert_eq!(format!("{streamed:?}"), format!("{:?}", read.unwrap()), "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
