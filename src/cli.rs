@@ -214,7 +214,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub profile_dir: Option<String>,
 
-    /// Add one CSV row per worker, with its CPU
+    /// Add one CSV row per worker, with its CPU, and each worker's counters to the JSON
     #[arg(long)]
     pub per_cpu: bool,
 

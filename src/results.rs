@@ -162,9 +162,8 @@ impl Rounds {
 }
 
 /// The rounds of a CSV file's summary rows (those that read), before any counts.
-fn csv_rounds(text: &str, columns: &Columns) -> Rounds {
+fn csv_rounds(reader: &mut csv::Reader<impl std::io::Read>, columns: &Columns) -> Rounds {
     let mut rounds = Rounds::default();
-    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
     for record in reader.records().flatten() {
         if record.len() != columns.headers.len() || !record[columns.cpu].is_empty() {
             continue;
@@ -194,7 +193,7 @@ fn check_row_figures(name: &str, columns: &Columns, place: &str, record: &csv::S
 /// A JSON measurement's round, where it says (files from before the slice field do not).
 fn json_round(workload: &str, mode: &str, m: &Measurement) -> Option<RoundId> {
     let (repetition, slice) = (m.repetition?, m.slice?);
-    Some((workload.to_string(), mode.to_string(), m.result.workers.len() as u64, repetition, slice))
+    Some((workload.to_string(), mode.to_string(), m.result.tasks() as u64, repetition, slice))
 }
 
 /// A figure of a JSON file as `figure` quotes it: as JSON writes it.
@@ -251,8 +250,11 @@ fn mixed(message: String) -> anyhow::Error {
     anyhow::Error::new(crate::error::Error::Usage(message))
 }
 
-/// Far beyond any run's file (a 10,000-round sweep with --per-cpu is a few MiB).
-const MAX_RESULT_BYTES: u64 = 256 << 20;
+/// A result file is streamed (`RunFile::from_json_reader`, `from_csv_reader`): what it holds
+/// in memory grows with its slices, not its workers or its bytes. Still, far beyond any run's: a
+/// JSON file of format 1 (every worker of every slice) at 448 workers, 4 placements and 4,000
+/// slices is about 3.5 GB, a CSV file with --per-cpu rows about 6 GB.
+const MAX_RESULT_BYTES: u64 = 64 << 30;
 
 /// A rate, ratio or task count read back must be a finite, non-negative number.
 fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> Result<f64> {
@@ -412,12 +414,11 @@ fn unreadable(
     }
 }
 
-/// The text of a result file, checked on the file opened, not on the path: a path switched
-/// between the check and the read (a symlink flipped to a FIFO or /dev/zero) would block forever
-/// or read without end. Opened without blocking (a FIFO's open waits for a writer), refused
-/// unless a regular file, and read no further than a result file can be.
-fn read_bounded(path: &Path, name: &str) -> Result<String> {
-    use std::io::Read as _;
+/// A result file opened, checked on the file opened, not on the path: a path switched between
+/// the check and the read (a symlink flipped to a FIFO or /dev/zero) would block forever or read
+/// without end. Opened without blocking (a FIFO's open waits for a writer), refused unless a
+/// regular file.
+fn open_regular(path: &Path, name: &str) -> Result<(std::fs::File, u64)> {
     use std::os::unix::fs::OpenOptionsExt as _;
     // Checked on the path first too, so a device is never even opened in the common case.
     if std::fs::metadata(path).with_context(|| format!("reading {name}"))?.is_file() {
@@ -428,32 +429,39 @@ fn read_bounded(path: &Path, name: &str) -> Result<String> {
             .with_context(|| format!("reading {name}"))?;
         let metadata = file.metadata().with_context(|| format!("reading {name}"))?;
         if metadata.is_file() {
-            let mut text = String::new();
-            file.take(MAX_RESULT_BYTES + 1).read_to_string(&mut text).with_context(|| format!("reading {name}"))?;
-            if text.len() as u64 > MAX_RESULT_BYTES {
-                bail!("{name}: over the {} MiB a result file can hold; is it a result file?", MAX_RESULT_BYTES >> 20);
-            }
-            return Ok(text);
+            return Ok((file, metadata.len()));
         }
     }
     bail!("{name}: not a regular file; give a faultscale --csv or --json file")
 }
 
+/// The first byte of a file that is not blank (past a byte-order mark, an editor's save, which
+/// is no part of either format, and left behind), looked at in the reader's first buffer and
+/// left unread; None where that buffer holds none (a file of 64 KiB blank is no result file).
+fn first_byte(reader: &mut impl std::io::BufRead) -> std::io::Result<Option<u8>> {
+    const BOM: &[u8] = b"\xef\xbb\xbf";
+    if reader.fill_buf()?.starts_with(BOM) {
+        reader.consume(BOM.len());
+    }
+    Ok(reader.fill_buf()?.iter().find(|b| !b.is_ascii_whitespace()).copied())
+}
+
 impl RunFile {
     pub fn load(path: &Path) -> Result<Self> {
+        use std::io::Read as _;
         let name = crate::text::escaped(&path.display().to_string()).into_owned();
-        let text = read_bounded(path, &name)?;
-        // A byte-order mark (an editor's save) is no part of either format.
-        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        if text.trim().is_empty() {
-            bail!("{name}: empty; give a faultscale --csv or --json file");
+        let (file, size) = open_regular(path, &name)?;
+        if size > MAX_RESULT_BYTES {
+            bail!("{name}: over the {} GiB a result file can hold; is it a result file?", MAX_RESULT_BYTES >> 30);
         }
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+        let first = first_byte(&mut reader).with_context(|| format!("reading {name}"))?;
+        let Some(first) = first else { bail!("{name}: empty; give a faultscale --csv or --json file") };
         let json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
-        if json || text.trim_start().starts_with(['{', '[']) {
-            Self::from_json(name, text)
-        } else {
-            Self::from_csv(name, text)
+        if json || first == b'{' || first == b'[' {
+            return Self::from_json_reader(name, Some(first), reader.take(MAX_RESULT_BYTES));
         }
+        Self::from_csv_reader(name, reader)
     }
 
     /// One summary row: its rate and, for a placement, its overhead, its throughput ratio (the
@@ -495,13 +503,27 @@ impl RunFile {
         Placed { unit: generation, round: self.rates.get(key).map_or(0, Vec::len) as u32 + 1, value }
     }
 
+    /// A CSV file's text read as `load` streams a file.
+    #[cfg(test)]
     pub fn from_csv(name: String, text: &str) -> Result<Self> {
+        Self::from_csv_reader(name, std::io::Cursor::new(text.as_bytes()))
+    }
+
+    /// A CSV file streamed twice from where `input` stands: the rounds its summary rows have
+    /// first (`csv_rounds`), then its rows; a per-CPU row is passed over unread both times.
+    fn from_csv_reader(name: String, mut input: impl std::io::Read + std::io::Seek) -> Result<Self> {
+        let start = input.stream_position().with_context(|| format!("reading {name}"))?;
         // Flexible: a second header of another version's columns (`cat new.csv old.csv`) is
         // named as such below, not as the csv crate's "found record with 62 fields".
-        let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
+        let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(&mut input);
         let headers = reader.headers().with_context(|| format!("{name}: not a faultscale CSV"))?.clone();
         let columns = Columns::of(&name, headers)?;
-        let mut file = RunFile { name: name.clone(), rounds: csv_rounds(text, &columns), ..Default::default() };
+        let rounds = csv_rounds(&mut reader, &columns);
+        drop(reader);
+        input.seek(std::io::SeekFrom::Start(start)).with_context(|| format!("reading {name}"))?;
+        let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(input);
+        reader.headers().with_context(|| format!("{name}: not a faultscale CSV"))?;
+        let mut file = RunFile { name: name.clone(), rounds, ..Default::default() };
         for (line, record) in reader.records().enumerate() {
             let record = record.with_context(|| format!("{name}: row {}", line + 2))?;
             // Its "cpu" cell is not empty, so it would pass for a --per-cpu row.
@@ -767,28 +789,31 @@ impl RunFile {
         }
     }
 
+    /// A JSON file's text read as `load` streams a file.
+    #[cfg(test)]
     pub fn from_json(name: String, text: &str) -> Result<Self> {
-        let value: serde_json::Value = match serde_json::from_str(text) {
-            Ok(value) => value,
-            Err(e) => {
-                // `cat a.json b.json`: two whole documents, two runs, as a header again in a CSV.
-                let mut documents = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
-                if let (Some(Ok(_)), Some(Ok(_))) = (documents.next(), documents.next()) {
-                    return Err(mixed(format!(
-                        "{name}: a second JSON document follows the first: the file holds two runs; give each run its own file"
-                    )));
-                }
-                if e.to_string().starts_with("recursion limit exceeded") {
-                    bail!("{name}: not a faultscale --json file: nested deeper than any faultscale document ({e})");
-                }
-                bail!("{name}: not JSON: {e}")
-            }
-        };
-        if !value.is_object() {
-            bail!("{name}: a JSON document that is not an object; is this a faultscale --json file?");
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let first = text.bytes().find(|b| !b.is_ascii_whitespace());
+        Self::from_json_reader(name, first, text.as_bytes())
+    }
+
+    /// A JSON file read as a stream into its document (`json::document`), `first` its first
+    /// byte that is not blank: a worker's figures (files of format 1) are passed over unread.
+    fn from_json_reader(name: String, first: Option<u8>, reader: impl std::io::Read) -> Result<Self> {
+        let document = json::document(&name, first, reader).map_err(|e| match e {
+            json::Refused::Mixed(message) => mixed(message),
+            json::Refused::Other(error) => error,
+        })?;
+        let environment = &document.environment;
+        if !environment.is_null() && !environment.is_object() {
+            bail!("{name}: environment {environment} is not an object; is this a faultscale --json file?");
         }
-        let document = json::document(&name, &value)?;
-        let environment = object(&name, &value, "", "environment")?;
+        if let Some(version) = document.format_version.filter(|v| *v > schema::FORMAT_VERSION) {
+            bail!(
+                "{name}: format_version {version}: a newer faultscale wrote it (this one reads up to {}); read it with that one",
+                schema::FORMAT_VERSION
+            );
+        }
         let settings = &document.settings;
         let workload = settings
             .workload
@@ -867,7 +892,7 @@ impl RunFile {
         index: usize,
     ) -> Result<()> {
         let name = &self.name.clone();
-        let tasks = m.result.workers.len() as u64;
+        let tasks = m.result.tasks() as u64;
         let placement = crate::text::escaped(&m.placement).into_owned();
         let placement = placement.as_str();
         if m.generation == Some(0) {
@@ -1046,6 +1071,22 @@ mod tests {
         let err = load("list.json", "[1, 2]\n");
         assert!(err.contains("not an object; is this a faultscale --json file?"), "{err}");
         assert!(!load("x.json", "a,b\n1,2\n").contains("workload column"), "a .json file is read as JSON");
+    }
+
+    #[test]
+    fn a_json_file_of_a_newer_format_is_refused_and_one_of_format_2_counts_its_crew() {
+        let document = |version: u32| {
+            serde_json::json!({"format_version": version, "settings": {"workload": "anon"},
+                "measurements": [{"placement": "base", "faults_per_sec": 5.0, "result": {"crew": {"tasks": 3}}}]})
+            .to_string()
+        };
+        let file = RunFile::from_json("x.json".into(), &document(2)).unwrap();
+        assert_eq!(file.rates.keys().map(|k| k.tasks).collect::<Vec<_>>(), [3]);
+        let err = RunFile::from_json("x.json".into(), &document(3)).unwrap_err().to_string();
+        assert!(
+            err.contains("x.json: format_version 3: a newer faultscale wrote it (this one reads up to 2)"),
+            "{err}"
+        );
     }
 
     #[test]

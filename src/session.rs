@@ -330,14 +330,7 @@ fn measure_all(
                 }
                 // Whatever ends one placement's slice, the others (and those already
                 // measured) still report.
-                let reason = match e.downcast::<WorkerDied>() {
-                    Ok(died) => {
-                        let sigbus = died.signal == Some(libc::SIGBUS);
-                        let reason = oom.explain(leaf, died, slicer);
-                        if sigbus { file_space(reason, &report.plan) } else { reason }
-                    }
-                    Err(e) => format!("{e:#}"),
-                };
+                let reason = failure_reason(e, &mut oom, leaf, slicer, &report.plan);
                 report.failures.push(Failure { placement, tasks, round, reason });
                 mark_round_complete(report, round, tasks);
             }
@@ -352,6 +345,19 @@ fn announce(progress: &mut dyn Progress, plan: &Plan, slice: Scheduled, after_s:
     let name = &plan.placements[slice.placement].name;
     let context = format!("{name} {}/{}, {} tasks", plan.slice_name(slice.round), plan.slices, slice.tasks);
     progress.start(context, after_s);
+}
+
+/// Why a slice failed, in words: a worker's death with what killed it (the OOM killer by the
+/// memcg's count; a SIGBUS of a file workload, the tmpdir's free space), or the error.
+fn failure_reason(e: anyhow::Error, oom: &mut OomCounts, leaf: &Leaf, slicer: &dyn Slicer, plan: &Plan) -> String {
+    match e.downcast::<WorkerDied>() {
+        Ok(died) => {
+            let sigbus = died.signal == Some(libc::SIGBUS);
+            let reason = oom.explain(leaf, died, slicer);
+            if sigbus { file_space(reason, plan) } else { reason }
+        }
+        Err(e) => format!("{e:#}"),
+    }
 }
 
 /// Flags the slices of a round complete once every placement's slice of it was measured or

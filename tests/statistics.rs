@@ -88,7 +88,9 @@ fn repetitions_interleave_and_json_carries_everything() {
     let first_slice = &document["measurements"][0]["result"];
     assert_eq!(first_slice["samples"].as_array().unwrap().len(), 3);
     let sample_rows = read_csv(&samples);
-    let workers = first_slice["workers"].as_array().unwrap().len();
+    // The crew's count: each worker's figures only with --per-cpu.
+    assert!(first_slice.get("workers").is_none(), "{first_slice}");
+    let workers = first_slice["crew"]["tasks"].as_u64().unwrap() as usize;
     assert_eq!(sample_rows.len(), 4 * 3 * workers);
     // Each rate is a count over its interval: none negative, and at most one interval a worker
     // without a fault, where the machine starved the guest that long (seen once in a 1-CPU

@@ -106,37 +106,43 @@ fn slice_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
     }
 }
 
-/// A slice's row: the figures of all its workers together.
+/// A slice's row: the figures of all its workers together, from the slice's one record
+/// (`record::measurement`), which the JSON's measurement is too.
 fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
-    let tasks = m.result.workers.len();
-    let time = m.time_split();
+    let record = super::record::measurement(report, m, false);
+    let (result, crew) = (&record.result, record.result.crew.clone().unwrap_or_default());
     Row {
-        faults: m.result.loop_faults(),
-        faults_per_sec: round6(m.faults_per_sec()),
-        faults_per_sec_per_task: round6(m.faults_per_sec() / tasks as f64),
-        ns_per_fault: m.ns_per_fault().map(round6),
-        kernel_faults: m.result.kernel_faults(),
-        user_s: round6(m.result.workers.iter().map(|w| w.user_us).sum::<u64>() as f64 / 1e6),
-        sys_s: round6(m.result.workers.iter().map(|w| w.sys_us).sum::<u64>() as f64 / 1e6),
-        memcg_pgfault: m.result.memcg_pgfault,
-        start_skew_us: Some(round6(m.result.start_skew_ns as f64 / 1e3)),
-        overhead_vs_baseline: report.overhead_vs_baseline(m).map(round6),
-        pgscan: m.result.memcg.stat.pgscan,
-        pgsteal: m.result.memcg.stat.pgsteal,
-        events_high: m.result.memcg.events.high,
-        events_max: m.result.memcg.events.max,
-        psi_some_us: m.result.memcg.pressure.map(|p| p.some_us),
-        psi_full_us: m.result.memcg.pressure.map(|p| p.full_us),
-        psi_scope: m.result.psi_scope,
-        memcg_share: m.result.profile.as_ref().and_then(|p| p.memcg_share()).map(round6),
-        memcg_ns_per_fault: Report::memcg_ns_per_fault(m).map(round6),
-        cpu_ns_per_fault: m.cpu_ns_per_fault().map(round6),
-        on_cpu_s: time.map(|t| round6(t.on_cpu_s)),
-        wait_s: time.map(|t| round6(t.wait_s)),
-        blocked_s: time.map(|t| round6(t.blocked_s)),
-        steal_s: time.and_then(|t| t.steal_s).map(round6),
-        throughput_vs_baseline: report.throughput_vs_baseline(m).map(round6),
-        timeslices: m.result.workers.iter().map(|w| w.timeslices).sum(),
+        tasks: crew.tasks,
+        faults: crew.loop_faults,
+        faults_per_sec: round6(record.faults_per_sec),
+        faults_per_sec_per_task: round6(record.faults_per_sec / crew.tasks as f64),
+        ns_per_fault: record.ns_per_fault.map(round6),
+        kernel_faults: crew.kernel_faults,
+        user_s: round6(crew.user_us as f64 / 1e6),
+        sys_s: round6(crew.sys_us as f64 / 1e6),
+        memcg_pgfault: result.memcg_pgfault,
+        start_skew_us: Some(round6(result.start_skew_ns as f64 / 1e3)),
+        overhead_vs_baseline: record.overhead_vs_baseline.map(round6),
+        pgscan: result.memcg.get("pgscan").copied(),
+        pgsteal: result.memcg.get("pgsteal").copied(),
+        events_high: result.memcg.get("events_high").copied(),
+        events_max: result.memcg.get("events_max").copied(),
+        psi_some_us: result.memcg.get("psi_some_us").copied(),
+        psi_full_us: result.memcg.get("psi_full_us").copied(),
+        psi_scope: result.psi_scope,
+        memcg_share: result.profile.and_then(|p| p.memcg_share()).map(round6),
+        memcg_ns_per_fault: record.memcg_ns_per_fault.map(round6),
+        cpu_ns_per_fault: record.cpu_ns_per_fault.map(round6),
+        on_cpu_s: record.on_cpu_s.map(round6),
+        wait_s: record.wait_s.map(round6),
+        blocked_s: record.blocked_s.map(round6),
+        steal_s: record.steal_s.map(round6),
+        throughput_vs_baseline: record.throughput_vs_baseline.map(round6),
+        timeslices: crew.timeslices,
+        overran: result.overran,
+        disturbance: record.disturbance.map(round6),
+        round_complete: record.round_complete,
+        counted: record.counted,
         ..slice_row(report, costs, m)
     }
 }

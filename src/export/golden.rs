@@ -10,6 +10,7 @@ use crate::export::{self, Format};
 use crate::report::fixture::synthetic_report;
 use crate::report::{Failure, Report, Warning};
 use crate::results::RunFile;
+use crate::run::WorkerResult;
 
 fn golden(name: &str, actual: &[u8]) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
@@ -99,7 +100,8 @@ fn golden_run_outputs() {
             &format!("{name}.samples.csv"),
             &render(|out| export::csv::write_rows(out, &export::csv::sample_rows(&report))),
         );
-        golden(&format!("{name}.json"), &render(|out| export::json::write(out, &report)));
+        golden(&format!("{name}.json"), &render(|out| export::json::write(out, &report, false)));
+        golden(&format!("{name}.per-cpu.json"), &render(|out| export::json::write(out, &report, true)));
     }
 }
 
@@ -123,7 +125,7 @@ fn golden_compare_and_plot() {
     let csv_of = |report: &Report| {
         String::from_utf8(render(|out| export::csv::write_rows(out, &export::csv::rows(report, false)))).unwrap()
     };
-    let json_of = |report: &Report| String::from_utf8(render(|out| export::json::write(out, report))).unwrap();
+    let json_of = |report: &Report| String::from_utf8(render(|out| export::json::write(out, report, false))).unwrap();
     let base_csv = RunFile::from_csv("base.csv".into(), &csv_of(&base)).unwrap();
     let new_csv = RunFile::from_csv("new.csv".into(), &csv_of(&new)).unwrap();
     let new_json = RunFile::from_json("new.json".into(), &json_of(&new)).unwrap();
@@ -177,4 +179,128 @@ fn compare_knows_the_overhead_only_where_both_files_have_on_cpu_times() {
     let table = render(|out| export::comparison(out, &mixed, Format::Table));
     let child_row = String::from_utf8(table).unwrap().lines().find(|l| l.contains("2t child")).unwrap().to_string();
     assert!(child_row.ends_with("-         -  -"), "{child_row}");
+}
+
+/// The files of format 1 (every worker of every slice in `result.workers`, no `crew`), as the
+/// golden JSON files were before format 2, read back as the same run as those written now: the
+/// reader takes the task count from the workers where the crew's sums are absent.
+#[test]
+fn files_of_format_1_read_back_as_format_2s() {
+    for (name, report) in reports() {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/golden/format-1/{name}.json"));
+        let old = RunFile::load(&path).unwrap();
+        let written = render(|out| export::json::write(out, &report, false));
+        let new = RunFile::from_json(old.name.clone(), std::str::from_utf8(&written).unwrap()).unwrap();
+        assert_eq!(format!("{old:?}"), format!("{new:?}"), "{name}");
+        assert!(!old.rates.is_empty(), "{name}");
+        let with_workers = render(|out| export::json::write(out, &report, true));
+        let per_cpu = RunFile::from_json(old.name.clone(), std::str::from_utf8(&with_workers).unwrap()).unwrap();
+        assert_eq!(format!("{old:?}"), format!("{per_cpu:?}"), "{name} --per-cpu");
+    }
+}
+
+/// The document is written as it is made, with every object's keys in their order (as it
+/// says), each object of it checked as the text has it.
+#[test]
+fn the_streamed_document_has_its_keys_sorted() {
+    for (name, report) in reports() {
+        for per_cpu in [false, true] {
+            let written = render(|out| export::json::write(out, &report, per_cpu));
+            let checked: Result<KeysSorted, _> = serde_json::from_slice(&written);
+            assert!(checked.is_ok(), "{name}, per_cpu {per_cpu}: {}", checked.err().unwrap());
+        }
+    }
+}
+
+/// A JSON value whose every object has its keys in their order, or the error naming the first
+/// out of it.
+struct KeysSorted;
+
+impl<'de> serde::Deserialize<'de> for KeysSorted {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(KeysSorted)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for KeysSorted {
+    type Value = KeysSorted;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self, A::Error> {
+        while seq.next_element::<KeysSorted>()?.is_some() {}
+        Ok(self)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        let mut last = String::new();
+        while let Some((key, KeysSorted)) = map.next_entry::<String, KeysSorted>()? {
+            if key < last {
+                return Err(serde::de::Error::custom(format!("{key:?} after {last:?}")));
+            }
+            last = key;
+        }
+        Ok(self)
+    }
+}
+
+/// A measurement's size is its crew's sums, whatever the workers: 448 workers write what 2 do
+/// (a few digits more), and only --per-cpu writes each of them.
+#[test]
+fn a_measurement_is_of_one_size_whatever_the_workers() {
+    let bytes = |workers: usize, per_cpu: bool| {
+        let mut report = synthetic_report(&[(100_000.0, 90_000.0)]);
+        for m in &mut report.measurements {
+            let first = m.result.workers[0].clone();
+            m.result.workers = (0..workers).map(|cpu| WorkerResult { cpu, ..first.clone() }).collect();
+            m.result.samples.iter_mut().for_each(|s| s.iterations = vec![390; workers]);
+        }
+        let written = render(|out| export::json::write(out, &report, per_cpu));
+        let document: serde_json::Value = serde_json::from_slice(&written).unwrap();
+        let measurements = document["measurements"].as_array().unwrap();
+        measurements.iter().map(|m| serde_json::to_string_pretty(m).unwrap().len()).max().unwrap()
+    };
+    let (two, many) = (bytes(2, false), bytes(448, false));
+    assert!(many < two + 100 && many < 4096, "2 workers: {two} bytes; 448: {many}");
+    assert!(bytes(448, true) > 448 * 200, "--per-cpu writes every worker");
+}
+
+/// The same run read back from its files, each streamed from the file (a byte-order mark, a
+/// CSV's per-CPU rows): as from its text.
+#[test]
+fn a_file_streamed_reads_as_its_text() {
+    let report = on_cpu();
+    let dir = tempfile_dir();
+    let csv = render(|out| export::csv::write_rows(out, &export::csv::rows(&report, true)));
+    let json = render(|out| export::json::write(out, &report, true));
+    for (name, text) in [("x.csv", csv), ("x.json", json)] {
+        let path = dir.join(name);
+        std::fs::write(&path, [b"\xef\xbb\xbf".as_slice(), &text].concat()).unwrap();
+        let streamed = RunFile::load(&path).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let read = match name {
+            "x.csv" => RunFile::from_csv(streamed.name.clone(), &text),
+            _ => RunFile::from_json(streamed.name.clone(), &text),
+        };
+        assert_eq!(format!("{streamed:?}"), format!("{:?}", read.unwrap()), "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

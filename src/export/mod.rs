@@ -12,6 +12,7 @@ pub mod json;
 pub mod markdown;
 pub mod outputs;
 pub mod plot;
+pub mod record;
 mod resolution;
 pub mod table;
 
@@ -40,7 +41,7 @@ impl std::fmt::Debug for dyn Exporter {
 /// What the formats' writers are told beside the report.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Settings {
-    /// --per-cpu: the CSV adds one row per worker.
+    /// --per-cpu: the CSV adds one row per worker, the JSON each worker's counters.
     pub per_cpu: bool,
 }
 

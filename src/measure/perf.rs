@@ -10,7 +10,8 @@ use std::io;
 use perf_event::events::{Hardware, Software};
 use perf_event::{Builder, Counter, Group};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PerfReading {
     pub page_faults: u64,
     pub task_clock_ns: u64,

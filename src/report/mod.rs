@@ -64,15 +64,27 @@ impl Measurement {
     /// (schedstat's run_delay). None without schedstat, or where workers share a CPU by design
     /// (more tasks than CPUs: each waits its turn).
     pub fn disturbance(&self) -> Option<f64> {
+        Some(self.wait_shares()?.fold(0.0, f64::max))
+    }
+
+    /// How many workers waited for their CPU over `DISTURBED_SHARE` of the slice (one makes it
+    /// disturbed); None where `disturbance` is.
+    pub fn disturbed_workers(&self) -> Option<usize> {
+        Some(self.wait_shares()?.filter(|share| *share > DISTURBED_SHARE).count())
+    }
+
+    /// Each worker's share of the slice spent runnable but waiting for its CPU; None without
+    /// schedstat, or where workers share a CPU by design.
+    fn wait_shares(&self) -> Option<impl Iterator<Item = f64> + '_> {
         let workers = &self.result.workers;
         let mut cpus: Vec<usize> = workers.iter().map(|w| w.cpu).collect();
         cpus.sort_unstable();
         cpus.dedup();
-        if cpus.len() < workers.len() {
+        if cpus.len() < workers.len() || workers.iter().any(|w| w.wait_ns.is_none()) {
             return None;
         }
         let span = self.result.elapsed_ns.max(1) as f64;
-        workers.iter().map(|w| Some(w.wait_ns? as f64 / span)).try_fold(0.0, |most, share| Some(f64::max(most, share?)))
+        Some(workers.iter().map(move |w| w.wait_ns.unwrap_or(0) as f64 / span))
     }
 
     pub fn disturbed(&self) -> bool {

@@ -4,21 +4,108 @@
 //! counted. The parts the document keeps as JSON values (environment, per_level) are read a
 //! field at a time, each of its type too.
 
-use anyhow::{Result, bail};
-use serde::de::DeserializeOwned;
+use std::io::Read;
+
+use anyhow::{Result, anyhow, bail};
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::Value;
 
 use super::schema::Document;
 
-/// The document, or the file refused with the JSON path of what is not of its type.
-pub fn document(name: &str, value: &Value) -> Result<Document> {
-    serde_path_to_error::deserialize(value).or_else(|e| {
+/// Why a file is not read: two documents in one (two runs, the user's input), or anything else.
+#[derive(Debug)]
+pub enum Refused {
+    Mixed(String),
+    Other(anyhow::Error),
+}
+
+/// The document streamed from `reader` (`first`: its first byte that is not blank), or the file
+/// refused with the JSON path of what is not of its type. Read as its type, never as a whole
+/// `Value`: what the reader passes over (a worker's figures, the samples) is skipped unkept.
+pub fn document(name: &str, first: Option<u8>, reader: impl Read) -> Result<Document, Refused> {
+    let other = |error: anyhow::Error| Refused::Other(error);
+    let mut stream = serde_json::Deserializer::from_reader(reader);
+    if first != Some(b'{') {
+        // Not an object: say what it is, read as nothing kept.
+        let read = Skipped::deserialize(&mut stream).and_then(|_| stream.end());
+        return Err(other(match read {
+            Err(e) => not_json(name, &e),
+            Ok(()) => anyhow!("{name}: a JSON document that is not an object; is this a faultscale --json file?"),
+        }));
+    }
+    let document = serde_path_to_error::deserialize(&mut stream).map_err(|e| {
+        if e.inner().is_syntax() || e.inner().is_eof() || e.inner().is_io() {
+            return other(not_json(name, e.inner()));
+        }
         // The file's own keys, escaped: they reach the terminal.
         let shown = |text: String| crate::text::escaped(&text).into_owned();
         let (path, error) = (shown(e.path().to_string()), shown(e.inner().to_string()));
         let at = if path == "." { String::new() } else { format!("{path}: ") };
-        bail!("{name}: {at}{error}; is this a faultscale --json file?")
-    })
+        other(anyhow!("{name}: {at}{error}; is this a faultscale --json file?"))
+    })?;
+    // `cat a.json b.json`: two whole documents, two runs, as a header again in a CSV.
+    match stream.into_iter::<IgnoredAny>().next() {
+        None => Ok(document),
+        Some(Ok(_)) => Err(Refused::Mixed(format!(
+            "{name}: a second JSON document follows the first: the file holds two runs; give each run its own file"
+        ))),
+        Some(Err(e)) => Err(other(not_json(name, &e))),
+    }
+}
+
+/// Any JSON value, read through and kept nowhere: as `IgnoredAny`, but nested no deeper than
+/// serde_json's limit for a value (`IgnoredAny` is read without one), so a file of `[[[...` is
+/// named for what it is.
+struct Skipped;
+
+impl<'de> Deserialize<'de> for Skipped {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Skipped)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Skipped {
+    type Value = Skipped;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+    fn visit_unit<E>(self) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Skipped, A::Error> {
+        while seq.next_element::<Skipped>()?.is_some() {}
+        Ok(Skipped)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Skipped, A::Error> {
+        while map.next_entry::<IgnoredAny, Skipped>()?.is_some() {}
+        Ok(Skipped)
+    }
+}
+
+/// A file that does not parse as JSON, or nests deeper than any document.
+fn not_json(name: &str, e: &serde_json::Error) -> anyhow::Error {
+    if e.to_string().starts_with("recursion limit exceeded") {
+        return anyhow!("{name}: not a faultscale --json file: nested deeper than any faultscale document ({e})");
+    }
+    anyhow!("{name}: not JSON: {e}")
 }
 
 /// The field `key` of `parent` (at `path`, "" for the document) as a T: None where absent or
@@ -52,17 +139,25 @@ pub fn object<'a>(name: &str, parent: &'a Value, path: &str, key: &str) -> Resul
 mod tests {
     use super::*;
 
+    /// `value` read back as a file's text, its error as the user sees it.
+    fn of(value: &Value) -> Result<Document> {
+        document("x.json", Some(b'{'), value.to_string().as_bytes()).map_err(|e| match e {
+            Refused::Mixed(message) => anyhow!(message),
+            Refused::Other(error) => error,
+        })
+    }
+
     #[test]
     fn ill_typed_and_unknown_fields_are_refused_with_their_path() {
         let m = serde_json::json!({"placement": "child", "faults_per_sec": 5.0, "repetition": 1, "slice": 3,
             "counted": true, "result": {"workers": [{}, {}], "overran": false, "kernel_source": "minflt"}});
         let with = |m: &Value| serde_json::json!({"settings": {"workload": "anon"}, "measurements": [{}, {}, m]});
-        let read = document("x.json", &with(&m)).unwrap_err().to_string();
+        let read = of(&with(&m)).unwrap_err().to_string();
         assert!(read.starts_with("x.json: measurements[0]: missing field `placement`"), "{read}");
         let read = |m: &Value| {
             let mut document = with(m);
             document["measurements"] = serde_json::json!([m]);
-            super::document("x.json", &document)
+            of(&document)
         };
         let measurement = &read(&m).unwrap().measurements.unwrap()[0];
         assert_eq!((measurement.slice, measurement.counted, measurement.result.workers.len()), (Some(3), true, 2));
@@ -103,13 +198,13 @@ mod tests {
 
     #[test]
     fn the_settings_and_the_document_are_read_as_their_types() {
-        let err = |text: &str| document("x.json", &serde_json::from_str(text).unwrap()).unwrap_err().to_string();
+        let err = |text: &str| of(&serde_json::from_str(text).unwrap()).unwrap_err().to_string();
         assert!(err(r#"{"settings": {"workload": 7}}"#).starts_with("x.json: settings.workload: invalid type"));
         assert!(err(r#"{"settings": {"chunk": 7}}"#).starts_with("x.json: settings.chunk: unknown field `chunk`"));
         assert!(err(r#"{"complete": "false"}"#).starts_with("x.json: complete: invalid type: string \"false\""));
         assert!(err(r#"{"extra": 1}"#).starts_with("x.json: extra: unknown field `extra`"));
         // Absent is a file from before a field.
-        let bare = document("x.json", &serde_json::json!({})).unwrap();
+        let bare = of(&serde_json::json!({})).unwrap();
         assert!(bare.measurements.is_none() && bare.settings.workload.is_none() && bare.state.is_none());
     }
 }

@@ -19,72 +19,81 @@ use serde_json::Value;
 
 use crate::measure::memcg::PsiScope;
 
+/// The format of the documents this version writes (`Document::format_version`): 2 gives each
+/// slice its crew's sums (`SliceData::crew`) and a worker's figures only with --per-cpu; files
+/// without the field are of format 1, each slice's workers always written.
+pub const FORMAT_VERSION: u32 = 2;
+
 /// The whole file. Its state (`state`, `signal`, `reason`) says what the file is, as the CSV's
-/// `run_state` and `run_state_reason`.
+/// `run_state` and `run_state_reason`. Its fields are declared in their names' order, the
+/// order the writer streams them in (`export::json`: keys sorted). `Ms` is the measurements:
+/// the reader's list, or the writer's sequence made one measurement at a time.
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Document<M = Measurement> {
+pub struct Document<Ms = Vec<Measurement>> {
+    /// false when a signal ended the run early (the CSV's run_complete).
+    pub complete: Option<bool>,
     #[serde(default)]
     pub environment: Value,
     #[serde(default)]
-    pub settings: Settings,
+    pub failures: Vec<Failure>,
+    /// The run's temporary directory for the file workloads.
+    pub files: Option<String>,
+    /// `FORMAT_VERSION` as written; absent (format 1) in files from before it.
+    pub format_version: Option<u32>,
     /// The knobs written, per placement.
     #[serde(default)]
     pub knobs: Value,
-    /// The run's temporary directory for the file workloads.
-    pub files: Option<String>,
-    /// What the rates count (faults, loops, pages, ops); a file from before it counts faults.
-    pub unit: Option<String>,
     /// None: not a faultscale document (every version wrote them).
-    pub measurements: Option<Vec<M>>,
-    #[serde(default)]
-    pub summaries: Value,
+    pub measurements: Option<Ms>,
     /// What one memcg level costs, per task count, where two or more plain depths ran.
     #[serde(default)]
     pub per_level: Value,
-    #[serde(default)]
-    pub failures: Vec<Failure>,
-    #[serde(default)]
-    pub warnings: Value,
-    /// false when a signal ended the run early (the CSV's run_complete).
-    pub complete: Option<bool>,
-    /// `running` (a checkpoint), `stopped`, `failed` or `complete`; absent in files from before.
-    pub state: Option<String>,
-    /// The signal's number, for `stopped`.
-    pub signal: Option<i32>,
     /// The CSV's run_state_reason: the signal's name or the failure.
     pub reason: Option<String>,
+    #[serde(default)]
+    pub settings: Settings,
+    /// The signal's number, for `stopped`.
+    pub signal: Option<i32>,
+    /// `running` (a checkpoint), `stopped`, `failed` or `complete`; absent in files from before.
+    pub state: Option<String>,
+    #[serde(default)]
+    pub summaries: Value,
+    /// What the rates count (faults, loops, pages, ops); a file from before it counts faults.
+    pub unit: Option<String>,
+    #[serde(default)]
+    pub warnings: Value,
 }
 
-/// What the run was asked to do.
+/// What the run was asked to do; declared in its fields' names' order, as written.
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
-    pub placements: Vec<String>,
+    pub chunk_bytes: Option<u64>,
+    pub cpus: Vec<usize>,
     /// Fixed work (--iterations) has no duration: each slice is one whole run.
     pub duration_s: Option<f64>,
-    pub iterations_per_task: Option<u64>,
-    pub slices: u32,
-    pub slice_s: Option<f64>,
-    pub warmup_s: f64,
     pub generations: u32,
     pub interval_s: f64,
-    pub repeat: u32,
-    pub cpus: Vec<usize>,
-    /// None: not a faultscale document (every version wrote it).
-    pub workload: Option<String>,
+    pub iterations_per_task: Option<u64>,
+    pub kernel_count: String,
     /// None in files from before --mode: `process`.
     pub mode: Option<String>,
-    pub tasks: Vec<usize>,
-    pub chunk_bytes: Option<u64>,
+    pub page_size: u64,
+    pub placements: Vec<String>,
+    pub repeat: u32,
     pub size_bytes: Option<u64>,
+    pub slice_s: Option<f64>,
+    pub slices: u32,
+    pub tasks: Vec<usize>,
     pub thp: String,
     /// --thp as asked, as the CSV's column (`thp` holds the same word).
     pub thp_mode: Option<String>,
     /// The file workloads' filesystem; null for the others.
     pub tmpdir_fs: Option<String>,
-    pub page_size: u64,
-    pub kernel_count: String,
+    pub warmup_s: f64,
+    /// None: not a faultscale document (every version wrote it).
+    pub workload: Option<String>,
 }
 
 impl Settings {
@@ -177,15 +186,20 @@ fn yes() -> bool {
     true
 }
 
-/// One slice's data: the workers' counters, the memcg's, the samples and the harness's times.
-/// The writer's types for a worker (`run::WorkerResult`), a sample, the profile and the harness
-/// times; the reader counts the workers and passes over the rest.
+/// One slice's data: the crew's counters, the memcg's, the samples and the harness's times.
+/// The writer's types for a worker (`run::WorkerResult`, written with --per-cpu only), a
+/// sample, the profile and the harness times; the reader reads the crew's sums and passes over
+/// the rest (a file of format 1 has no `crew`: its workers are counted instead).
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SliceData<Worker = IgnoredAny, Sample = IgnoredAny, Profile = IgnoredAny, Harness = IgnoredAny> {
     /// The measured window (fixed work: the first start to the last finish).
     pub elapsed_ns: u64,
     pub start_skew_ns: u64,
+    /// The workers' sums and spread, whatever their number; absent in files of format 1.
+    pub crew: Option<Crew>,
+    /// One per worker: always in files of format 1, with --per-cpu only from format 2.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub workers: Vec<Worker>,
     pub memcg_pgfault: Option<u64>,
     /// `minflt` or `perf`: where the kernel's fault count came from.
@@ -200,17 +214,57 @@ pub struct SliceData<Worker = IgnoredAny, Sample = IgnoredAny, Profile = Ignored
     pub harness: Option<Harness>,
 }
 
-/// A slice that failed.
+impl<W, S, P, H> SliceData<W, S, P, H> {
+    /// The slice's workers: the crew's count, or in a file of format 1 its workers listed.
+    pub fn tasks(&self) -> usize {
+        self.crew.as_ref().map_or(self.workers.len(), |crew| crew.tasks)
+    }
+}
+
+/// A crew's counters over one slice: its workers' sums, and how far apart they were, in a
+/// few numbers whatever the crew's size. Each sum is absent where one worker's counter is (no
+/// schedstat, no perf). The CSV's summary row holds the sums (`faults`, `kernel_faults`,
+/// `user_s`, ...), its per-CPU rows and the JSON's `workers` (--per-cpu) each worker's own.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Crew {
+    /// The workers (the CSV's `tasks`).
+    pub tasks: usize,
+    pub iterations: u64,
+    /// The loop-counted faults (the CSV's `faults`).
+    pub loop_faults: u64,
+    pub kernel_faults: u64,
+    pub user_us: u64,
+    pub sys_us: u64,
+    pub on_cpu_ns: Option<u64>,
+    pub wait_ns: Option<u64>,
+    pub steal_ns: Option<u64>,
+    pub timeslices: Option<u64>,
+    /// --kernel-count perf: the workers' perf counters summed.
+    pub perf: Option<crate::measure::perf::PerfReading>,
+    /// The slowest and the fastest worker's loop-counted faults a second.
+    pub faults_per_sec_min: f64,
+    pub faults_per_sec_max: f64,
+    /// The least and the most of a worker's time from release to stop on its CPU.
+    pub cpu_share_min: f64,
+    pub cpu_share_max: f64,
+    /// Workers that waited for their CPU over 2% of the slice (`report::DISTURBED_SHARE`):
+    /// one makes the slice disturbed. Absent where the disturbance is (no schedstat, workers
+    /// sharing a CPU by design).
+    pub disturbed_workers: Option<usize>,
+}
+
+/// A slice that failed; declared in its fields' names' order, as written.
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Failure {
     pub placement: String,
-    #[serde(default)]
-    pub round: u32,
     pub reason: String,
     /// Files from before `round`; never written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetition: Option<u32>,
+    #[serde(default)]
+    pub round: u32,
 }
 
 #[cfg(test)]
@@ -223,7 +277,17 @@ mod tests {
         value.as_object().unwrap().keys().cloned().collect()
     }
 
+    fn sorted(mut names: Vec<String>) -> Vec<String> {
+        names.sort_unstable();
+        names
+    }
+
     type Written = Measurement<SliceData<(), (), (), ()>>;
+
+    /// A slice's data with every field it can write: its workers listed (--per-cpu).
+    fn slice_keys() -> Vec<String> {
+        keys(&SliceData::<(), (), (), ()> { workers: vec![()], ..Default::default() })
+    }
 
     /// CSV columns the JSON measurement does not hold, each where the document says it (once
     /// for the run, or inside the slice's data); "" where the JSON has no such field.
@@ -251,16 +315,17 @@ mod tests {
         ("ns_per_level", "per_level"),
         ("ns_per_level_low", "per_level"),
         ("ns_per_level_high", "per_level"),
-        // The workers' counters, each worker's own: the CSV sums them, or gives one a row.
-        ("tasks", "result.workers"),
+        // The workers' counters: the crew's sums on a summary row, each worker's own on a
+        // per-CPU row (the JSON's `workers`, with --per-cpu).
+        ("tasks", "result.crew.tasks"),
         ("cpu", "result.workers"),
         ("worker", "result.workers"),
-        ("faults", "result.workers"),
-        ("faults_per_sec_per_task", "result.workers"),
-        ("kernel_faults", "result.workers"),
-        ("user_s", "result.workers"),
-        ("sys_s", "result.workers"),
-        ("timeslices", "result.workers"),
+        ("faults", "result.crew.loop_faults"),
+        ("faults_per_sec_per_task", "result.crew.tasks"),
+        ("kernel_faults", "result.crew.kernel_faults"),
+        ("user_s", "result.crew.user_us"),
+        ("sys_s", "result.crew.sys_us"),
+        ("timeslices", "result.crew.timeslices"),
         ("duration_s", "result.elapsed_ns"),
         ("start_skew_us", "result.start_skew_ns"),
         ("kernel_count_source", "result.kernel_source"),
@@ -295,14 +360,17 @@ mod tests {
         let missing_in_csv: Vec<&String> =
             fields.iter().filter(|f| !columns.contains(f) && !JSON_ONLY.contains(&f.as_str())).collect();
         assert!(missing_in_csv.is_empty(), "JSON measurement fields the CSV row lacks: {missing_in_csv:?}");
-        let document = keys(&Document::<Written>::default());
-        let (settings, slice) = (keys(&Settings::default()), keys(&SliceData::<(), (), (), ()>::default()));
+        let document = keys(&Document::<Vec<Written>>::default());
+        let (settings, slice, crew) = (keys(&Settings::default()), slice_keys(), keys(&Crew::default()));
         for (column, place) in ELSEWHERE {
             assert!(columns.iter().any(|c| c == column) && !fields.iter().any(|f| f == column), "{column}: listed");
             let found = match place.split_once('.') {
                 _ if place.is_empty() => true,
                 Some(("settings", key)) => settings.iter().any(|k| k == key),
-                Some(("result", key)) => slice.iter().any(|k| k == key),
+                Some(("result", key)) => match key.strip_prefix("crew.") {
+                    Some(key) => crew.iter().any(|k| k == key),
+                    None => slice.iter().any(|k| k == key),
+                },
                 _ => document.iter().any(|k| k == place),
             };
             assert!(found, "{column}: the JSON has no {place}");
@@ -329,9 +397,10 @@ mod tests {
             names
         };
         let mut measurement = keys(&Written::default());
-        measurement.extend(keys(&SliceData::<(), (), (), ()>::default()).into_iter().map(|k| format!("result.{k}")));
+        measurement.extend(slice_keys().into_iter().map(|k| format!("result.{k}")));
         measurement.sort_unstable();
         assert_eq!(documented("| measurement field |"), measurement, "docs/output.md vs results/schema.rs");
+        assert_eq!(documented("| crew field |"), sorted(keys(&Crew::default())), "docs/output.md vs results/schema.rs");
         assert_eq!(documented("| settings field |"), keys(&Settings::default()), "docs/output.md vs results/schema.rs");
     }
 
@@ -340,7 +409,7 @@ mod tests {
         let old: Measurement = serde_json::from_value(serde_json::json!({"placement": "child", "faults_per_sec": 5.0,
             "ratio_vs_root": 0.9, "run": {"workers": [{}, {}], "overran": true}}))
         .unwrap();
-        assert_eq!((old.result.workers.len(), old.result.overran, old.ratio_vs_root), (2, true, Some(0.9)));
+        assert_eq!((old.result.tasks(), old.result.overran, old.ratio_vs_root), (2, true, Some(0.9)));
         assert!(old.counted && old.round_complete, "files from before counted every slice");
     }
 }

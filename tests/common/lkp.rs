@@ -109,16 +109,19 @@ pub fn expected_stats(doc: &Value) -> BTreeMap<String, (f64, f64)> {
         put("per_level_high_ns".into(), &level["cpu"]["high"], 1.0, 0.05);
         put("per_level_memcg_ns".into(), &level["memcg"]["ns_per_fault"], 1.0, 0.05);
     }
-    // Every fault the loops counted, for LKP's path length; a slice's data is `run` in the
-    // shipped fixture, of a version before `result`.
+    // Every fault the loops counted, for LKP's path length: the crew's sum, or in files of
+    // format 1 its workers'; a slice's data is `run` in the shipped fixture, of a version
+    // before `result`.
+    let slice_faults = |r: &Value| match r["crew"]["loop_faults"].as_f64() {
+        Some(faults) => faults,
+        None => r["workers"].as_array().into_iter().flatten().filter_map(|w| w["loop_faults"].as_f64()).sum(),
+    };
     let workload: f64 = doc["measurements"]
         .as_array()
         .into_iter()
         .flatten()
-        .flat_map(|m| {
-            m.get("result").or_else(|| m.get("run")).and_then(|r| r["workers"].as_array()).into_iter().flatten()
-        })
-        .filter_map(|w| w["loop_faults"].as_f64())
+        .filter_map(|m| m.get("result").or_else(|| m.get("run")))
+        .map(slice_faults)
         .sum();
     if workload > 0.0 {
         put("workload".into(), &Value::from(workload), 1.0, 0.5);
