@@ -28,7 +28,7 @@ pub fn check_interrupt() -> Result<()> {
 /// before it is seen (the wait then blocked for good, deaf to Ctrl-C): the wait polls, sends
 /// SIGSTOP again to a worker not yet stopped, heeds stop signals, and gives up after
 /// FREEZE_TIMEOUT naming the worker.
-/// Returns whether a worker had to be sent SIGSTOP again (something outside continued it):
+/// Returns whether a worker kept running through the freeze (something outside continued it):
 /// the freeze then ended late, and the slice with it.
 pub fn freeze(workers: &mut Workers, slots: &Slots) -> Result<bool> {
     let every: Vec<usize> = (0..workers.processes.len()).collect();
@@ -40,10 +40,11 @@ pub fn freeze(workers: &mut Workers, slots: &Slots) -> Result<bool> {
 /// stopped, and a stopped process sends no new report for another SIGSTOP.
 pub fn freeze_these(workers: &mut Workers, slots: &Slots, running: &[usize]) -> Result<bool> {
     workers.signal_all(Signal::SIGSTOP)?;
-    let mut stopped_again = false;
+    let mut kept_running = false;
     let deadline = monotonic_ns() + FREEZE_TIMEOUT.as_nanos() as u64;
     for &process in running {
         let mut polls = 0u32;
+        let mut last_seen: Option<u64> = None;
         loop {
             match workers.poll_stop(process) {
                 Ok(Some(status)) if libc::WIFSTOPPED(status) => break,
@@ -64,8 +65,13 @@ pub fn freeze_these(workers: &mut Workers, slots: &Slots, running: &[usize]) -> 
             }
             polls += 1;
             if polls.is_multiple_of(RESTOP_POLLS) {
+                // Its loop moved since the last SIGSTOP: it ran with the stop pending, which a
+                // task does not (it stops on its way back to user space); a SIGCONT from
+                // outside cancelled it. One that only waited for its CPU has not moved.
+                let now = iterations_of(workers, slots, process);
+                kept_running |= last_seen.is_some_and(|seen| seen != now);
+                last_seen = Some(now);
                 let _ = nix::sys::signal::kill(workers.processes[process], Signal::SIGSTOP);
-                stopped_again = true;
             }
             // Short: a worker on another CPU stops within microseconds of the signal, and
             // one on the harness's own CPU as soon as the harness sleeps (it runs SCHED_FIFO).
@@ -73,7 +79,15 @@ pub fn freeze_these(workers: &mut Workers, slots: &Slots, running: &[usize]) -> 
             std::thread::sleep(FREEZE_POLL);
         }
     }
-    Ok(stopped_again)
+    Ok(kept_running)
+}
+
+/// The loop counters of the workers `process` runs, summed.
+fn iterations_of(workers: &Workers, slots: &Slots, process: usize) -> u64 {
+    (0..workers.cpus.len())
+        .filter(|&slot| workers.process_index_of(slot) == process)
+        .map(|slot| slots.get(slot).iterations.load(Ordering::Relaxed))
+        .sum()
 }
 
 /// How long the freeze sleeps between looks at a worker not yet stopped, and after how many
