@@ -135,3 +135,40 @@ fn crews_that_cannot_fit_under_the_base_cgroups_limit_are_refused_naming_it() {
             .all(|e| !e.file_name().to_string_lossy().starts_with("faultscale-"))
     );
 }
+
+/// At 256 workers a slice gives each a few ms, which /proc's clock-tick user and system times
+/// read as 0 or one tick: the scaling table printed sys 0.17 s where the workers spent 1.06 s
+/// on their CPUs. It now prints the exact on-CPU seconds (schedstat) and the system share
+/// over the whole run.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn the_scaling_table_says_the_exact_time_on_cpu_at_many_tasks() {
+    let _guard = needs_root();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let args = ["--base", BASE, "--cgroup", "child", "--tasks", "2,256", "--duration", "1", "--json"];
+    let (pid, output) = run(&[&args[..], &[json.to_str().unwrap()]].concat());
+    assert_nothing_left(&runs_dir(), pid);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let slices: Vec<f64> = doc["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["placement"] == "child" && m["result"]["crew"]["tasks"] == 256)
+        .map(|m| m["result"]["crew"]["on_cpu_ns"].as_f64().unwrap() / 1e9)
+        .collect();
+    assert!(!slices.is_empty(), "{stdout}");
+    let exact = slices.iter().sum::<f64>() / slices.len() as f64;
+    let row = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("scaling ("))
+        .find(|l| l.split_whitespace().take(2).collect::<Vec<_>>() == ["256", "child"])
+        .unwrap_or_else(|| panic!("no scaling row: {stdout}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    let printed: f64 = cells[cells.len() - 2].parse().unwrap_or_else(|_| panic!("{row}"));
+    assert!((printed - exact).abs() <= 0.02 * exact, "printed {printed} s, the workers' on-CPU time {exact} s: {row}");
+    let share: f64 = cells[cells.len() - 1].trim_end_matches('%').parse().unwrap_or_else(|_| panic!("{row}"));
+    assert!((0.0..=100.0).contains(&share), "{row}");
+}

@@ -505,24 +505,24 @@ fn overhead_text(interval: &crate::stats::RatioInterval) -> String {
 fn scaling(out: &mut dyn Write, summaries: &[PlacementSummary]) -> Result<()> {
     writeln!(
         out,
-        "\nscaling (vs linear = rate / (smallest count's rate x tasks / that count); user s and sys s: all tasks' seconds in one slice, the mean over slices):"
+        "\nscaling (vs linear = rate / (smallest count's rate x tasks / that count); on-CPU s: all tasks' seconds on their CPUs in one slice (schedstat, exact), the mean over slices; sys: its system share, from /proc's clock-tick user and system times summed over all the placement's slices, as a slice is too short to split):"
     )?;
     writeln!(
         out,
         "{:>5} {:<10} {:>12} {:>10} {:>10} {:>10} {:>10}",
-        "tasks", "placement", "rate/s", "per task", "vs linear", "user s", "sys s"
+        "tasks", "placement", "rate/s", "per task", "vs linear", "on-CPU s", "sys"
     )?;
     for s in summaries {
         writeln!(
             out,
-            "{:>5} {:<10} {:>12} {:>10} {:>10} {:>10.2} {:>10.2}",
+            "{:>5} {:<10} {:>12} {:>10} {:>10} {:>10} {:>10}",
             s.tasks,
             s.placement.name,
             thousands(s.faults_per_sec.mean),
             thousands(s.faults_per_sec.mean / s.tasks as f64),
             s.vs_linear.map(|r| format!("{:.1}%", 100.0 * r)).unwrap_or("-".into()),
-            s.user_s,
-            s.sys_s
+            s.on_cpu_s.map(|v| format!("{v:.3}")).unwrap_or("-".into()),
+            s.sys_share.map(|v| format!("{:.0}%", 100.0 * v)).unwrap_or("-".into())
         )?;
     }
     Ok(())

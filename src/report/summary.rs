@@ -215,13 +215,14 @@ impl Report {
                 let rates: Vec<f64> = self.of(placement, tasks).map(Measurement::faults_per_sec).collect();
                 let Some(rate) = stats::summarize(&rates) else { continue };
                 let overheads = self.overhead_ratios(placement, tasks);
-                let mean_seconds = |get: fn(&WorkerResult) -> u64| {
-                    let slices: Vec<f64> = self
-                        .of(placement, tasks)
-                        .map(|m| m.result.workers.iter().map(get).sum::<u64>() as f64 / 1e6)
-                        .collect();
-                    slices.iter().sum::<f64>() / slices.len() as f64
+                let total_us = |get: fn(&WorkerResult) -> u64| -> u64 {
+                    self.of(placement, tasks).map(|m| m.result.workers.iter().map(get).sum::<u64>()).sum()
                 };
+                let (user_us, sys_us) = (total_us(|w| w.user_us), total_us(|w| w.sys_us));
+                let on_cpu: Option<Vec<f64>> = self
+                    .of(placement, tasks)
+                    .map(|m| m.result.workers.iter().map(|w| w.on_cpu_ns.map(|ns| ns as f64 / 1e9)).sum())
+                    .collect();
                 let fixed_work = self.plan.iterations.and_then(|iterations| {
                     let elapsed: Vec<f64> = self.of(placement, tasks).map(|m| m.result.elapsed_s()).collect();
                     let sys: Vec<f64> = self
@@ -252,8 +253,8 @@ impl Report {
                     cpu_ns_per_fault_stats: cpu_cost,
                     throughput_vs_baseline: self.throughput_interval(placement, tasks),
                     time: self.time_split(placement, tasks),
-                    user_s: mean_seconds(|w| w.user_us),
-                    sys_s: mean_seconds(|w| w.sys_us),
+                    on_cpu_s: on_cpu.filter(|s| !s.is_empty()).map(|s| s.iter().sum::<f64>() / s.len() as f64),
+                    sys_share: (user_us + sys_us > 0).then(|| sys_us as f64 / (user_us + sys_us) as f64),
                     vs_linear: None,
                 });
             }
@@ -383,9 +384,13 @@ pub struct PlacementSummary<'a> {
     pub time: Option<TimeSplit>,
     /// --profile: the memcg family's cost.
     pub memcg: Option<MemcgCost>,
-    /// Workers' user and system CPU seconds, summed over workers, mean over its slices.
-    pub user_s: f64,
-    pub sys_s: f64,
+    /// All workers' seconds on their CPUs in one slice (the scheduler's exact sum, schedstat),
+    /// the mean over its slices; None where on-CPU times were not read.
+    pub on_cpu_s: Option<f64>,
+    /// The system share of that time, from /proc's user and system times summed over every
+    /// slice of the placement: the kernel samples them in clock ticks, so one worker's few ms
+    /// of a slice read 0 or a tick, and only a span of many ticks splits them truly.
+    pub sys_share: Option<f64>,
     /// Rate over (the smallest task count's rate x tasks / that count); None without a sweep.
     pub vs_linear: Option<f64>,
 }
