@@ -327,9 +327,15 @@ fn slices(args: &RunArgs, fixed_work: bool, duration: Duration) -> Result<u32> {
 fn cpus(args: &RunArgs, allowed_cpus: &[usize]) -> Result<Vec<usize>> {
     let cpus = match &args.cpus {
         None => allowed_cpus.to_vec(),
-        Some(text) => {
-            let listed = cpu_list_entries(text).with_context(|| "--cpus".to_string())?;
-            let cpus = parse_cpu_list(text).with_context(|| "--cpus".to_string())?;
+        Some(given) => {
+            // Echoed in a range form (`0-1023`), not as typed: a list of a thousand CPUs made a
+            // 4 KB one-line error.
+            let text = &match parse_cpu_list(given) {
+                Ok(cpus) if given.len() > 80 => format_cpu_list(&cpus),
+                _ => given.clone(),
+            };
+            let listed = cpu_list_entries(given).with_context(|| "--cpus".to_string())?;
+            let cpus = parse_cpu_list(given).with_context(|| "--cpus".to_string())?;
             if let Some(cpu) = cpus.iter().find(|cpu| listed.iter().filter(|c| c == cpu).count() > 1) {
                 bail!("--cpus {text}: CPU {cpu} is listed twice; list each CPU once");
             }

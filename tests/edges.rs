@@ -318,3 +318,18 @@ fn a_stream_that_cannot_take_the_results_is_said_incomplete() {
     assert!(!said.contains("checkpoint"), "{said}");
     assert!(faultscale_processes().is_empty());
 }
+
+/// `--cpus` listing a thousand CPUs one by one, some not allowed: the one-line error says the
+/// list in ranges, not echoed as typed (4,109 bytes before).
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_long_cpu_list_is_said_in_ranges() {
+    let _serial = needs_root();
+    let list = (0..1024).map(|c| c.to_string()).collect::<Vec<_>>().join(",");
+    let (pid, output) = run(&["--base", BASE, "--cpus", &list, "--duration", "1"]);
+    assert_nothing_left(&runs_dir(), pid);
+    let said = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("--cpus 0-1023:") && said.len() < 300, "{said}");
+}
