@@ -69,6 +69,16 @@ pub fn size_bytes(text: &str) -> std::result::Result<u64, String> {
     value.checked_mul(multiplier).ok_or_else(too_large)
 }
 
+/// A signed figure with `decimals` places, never `-0.00`: a change that rounds to zero is
+/// `+0.00` whichever side of zero it fell (a run compared with itself).
+pub fn signed(value: f64, decimals: usize) -> String {
+    let rounded = format!("{value:+.decimals$}");
+    match rounded.strip_prefix('-') {
+        Some(digits) if digits.chars().all(|c| c == '0' || c == '.') => format!("+{digits}"),
+        _ => rounded,
+    }
+}
+
 /// A size in binary units, as `free -h` gives one: `256 MiB`, `1.5 GiB`, `4 KiB`.
 pub fn bytes(count: u64) -> String {
     const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
@@ -206,6 +216,15 @@ pub fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_that_rounds_to_zero_has_no_minus_sign() {
+        assert_eq!(signed(-0.0, 2), "+0.00");
+        assert_eq!(signed(-0.004, 2), "+0.00");
+        assert_eq!(signed(-0.005001, 2), "-0.01");
+        assert_eq!(signed(1.25, 1), "+1.2");
+        assert_eq!(signed(-3.0, 1), "-3.0");
+    }
 
     #[test]
     fn sizes_are_said_in_binary_units() {

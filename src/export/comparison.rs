@@ -34,7 +34,7 @@ pub fn write(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
             key(&c.workload, &c.mode, c.tasks, &c.placement).label(),
             thousands(c.base_mean),
             thousands(c.new_mean),
-            format!("{:+.2}%{}", c.change_pct, mark(c)),
+            format!("{}%{}", crate::text::signed(c.change_pct, 2), mark(c)),
             pct(c.base_cv_pct),
             pct(c.new_cv_pct),
             pct(c.base_overhead_pct),

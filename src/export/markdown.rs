@@ -21,7 +21,7 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
             c.placement.clone(),
             format!("{:.0}", c.base_mean),
             format!("{:.0}", c.new_mean),
-            format!("{:+.2}%{}", c.change_pct, mark(c)),
+            format!("{}%{}", crate::text::signed(c.change_pct, 2), mark(c)),
             pct(c.base_cv_pct),
             pct(c.new_cv_pct),
             pct(c.base_overhead_pct),
@@ -35,7 +35,7 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
     for c in changes {
         let row =
             format!("{} {} {} {}", c.workload, c.mode, crate::text::plural(c.tasks as usize, "task"), c.placement);
-        let change = |base: f64, new: f64| format!("{:+.1}%", 100.0 * (new - base) / base);
+        let change = |base: f64, new: f64| format!("{}%", crate::text::signed(100.0 * (new - base) / base, 1));
         writeln!(
             out,
             "| {:.0} | {} | {:.0} | will-it-scale.{} | {row} |",
