@@ -148,19 +148,26 @@ fn csv_to_stdout_is_pure_csv() {
 fn a_worker_that_dies_is_reported_and_leaves_nothing() {
     let _serial = needs_root();
     let base = runs_dir();
-    // A 1 TiB private mapping per iteration is refused by the kernel's overcommit check, so
-    // every worker's first mmap fails inside the measured loop.
+    // A worker killed from outside mid-run (a 1 TiB --chunk, which made every mmap fail, is now
+    // refused before anything starts: it cannot fit in memory).
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
-    let (_, output) =
-        run_clean(&base, &["--base", BASE, "--duration", "1", "--chunk", "1T", "--csv", csv.to_str().unwrap()]);
-    assert!(!output.status.success());
+    let args = ["--base", BASE, "--cgroup", "child", "--duration", "4", "--slices", "8"];
+    let child = spawn(&[&args[..], &["--csv", csv.to_str().unwrap()]].concat());
+    let pid = child.id();
+    wait_running(&base, pid);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let worker = faultscale_processes().into_iter().filter(|&p| p != pid).min().expect("a worker");
+    signal(worker, libc::SIGKILL);
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
     let stderr = text(&output.stderr);
-    assert!(stderr.contains("worker") && stderr.contains("on CPU") && stderr.contains("mmap"), "{stderr}");
-    // No half-written output either.
-    // Every placement failed, so there is no row to write: no CSV and no temporary file.
-    let leftovers = files_in(dir.path());
-    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("worker {worker} on CPU")) && stderr.contains("killed by SIGKILL"), "{stderr}");
+    // The record is written whole, with the failure's state; no temporary file beside it.
+    let rows = read_csv(&csv);
+    assert!(rows.iter().all(|r| r["run_state"] == "failed"), "{rows:?}");
+    assert_eq!(files_in(dir.path()).len(), 1, "{:?}", files_in(dir.path()));
 }
 
 #[test]

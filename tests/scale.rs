@@ -119,15 +119,16 @@ impl Drop for LimitedCgroup {
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn crews_that_cannot_fit_under_the_base_cgroups_limit_are_refused_naming_it() {
     let _guard = needs_root();
-    let limited = LimitedCgroup::new("268435456");
+    let limited = LimitedCgroup::new("134217728");
     let base = limited.0.to_str().unwrap();
-    // Two crews of two page_fault1 workers hold 512 MiB; the base allows 256.
-    let args = ["--base", base, "--workload", "page_fault1", "--tasks", "2", "--duration", "1"];
+    // Two crews of two anon workers of 64 MiB chunks hold 256 MiB, which a guest's few hundred
+    // MiB available still hold; the base allows 128.
+    let args = ["--base", base, "--chunk", "64M", "--tasks", "2", "--duration", "1"];
     let (pid, output) = run(&args);
     assert_nothing_left(Path::new(base), pid);
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains(base) && stderr.contains("256 MiB") && stderr.contains("--base"), "{stderr}");
+    assert!(stderr.contains(base) && stderr.contains("its limit 128 MiB") && stderr.contains("--base"), "{stderr}");
     assert!(
         std::fs::read_dir(&limited.0)
             .unwrap()
