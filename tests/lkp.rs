@@ -1,11 +1,13 @@
 //! faultscale as an LKP program, as the patch series in integrations/lkp/patches adds it to
-//! the lkp-tests tree `LKP_SRC` names: each test copies that tree, applies the series with
-//! `git apply --check` and `git am`, and runs lkp-tests' own code on the patched copy: its
+//! lkp-tests: each test clones the lkp-tests repository (`LKP_BUNDLE`, a git bundle, or
+//! ../shared/lkp-tests.bundle beside the repository: the tree with its symlinks, as a
+//! maintainer's clone has it), applies the series with `git am`, and runs lkp-tests' own
+//! code on the patched clone: its
 //! bin/run-test runs `run` as the job runner does (the job's parameters as variables, the
 //! output captured into the result root), bin/run-stats feeds it to `parse` and dump-stat,
 //! bin/create-stats-matrix makes stats.json and matrix.json, split-job expands the job files
-//! and bin/program-options reads the parameters `run` declares. `LKP_SRC` is never written.
-//! Without `LKP_SRC` (or ruby) they print `skipped: ...`; `.ci/run` sets
+//! and bin/program-options reads the parameters `run` declares. The bundle is never written.
+//! Without the bundle (or ruby) they print `skipped: ...`; `.ci/run` sets
 //! FAULTSCALE_REQUIRE_LKP=1, so in CI a skip fails.
 
 #[macro_use]
@@ -70,15 +72,20 @@ fn git(dir: &Path, args: &[&str]) -> String {
     text(&output.stdout)
 }
 
-fn lkp_src() -> Option<PathBuf> {
-    let Some(src) = std::env::var_os("LKP_SRC") else {
-        return skip("set LKP_SRC to an lkp-tests tree");
+/// The lkp-tests repository as a git bundle: `LKP_BUNDLE`, else ../shared/lkp-tests.bundle
+/// beside the repository (where scripts/test finds ../shared/lkp-tests for `LKP_SRC`).
+fn lkp_bundle() -> Option<PathBuf> {
+    let bundle = match std::env::var_os("LKP_BUNDLE") {
+        Some(bundle) => repo().join(bundle),
+        None => repo().join("../shared/lkp-tests.bundle"),
     };
-    let src = repo().join(src);
-    if !src.join("lib/statistics.rb").is_file() || !src.join("bin/run-test").is_file() {
-        return skip(&format!("LKP_SRC={} is not an lkp-tests tree (no lib/statistics.rb)", src.display()));
+    if !bundle.is_file() {
+        return skip(&format!(
+            "no lkp-tests bundle at {} (set LKP_BUNDLE to a git bundle of lkp-tests)",
+            bundle.display()
+        ));
     }
-    Some(src)
+    Some(bundle)
 }
 
 fn patches() -> Vec<PathBuf> {
@@ -90,7 +97,7 @@ fn patches() -> Vec<PathBuf> {
 }
 
 fn lkp() -> Option<Lkp> {
-    let src = lkp_src()?;
+    let bundle = lkp_bundle()?;
     if Command::new("git").arg("--version").output().is_err() {
         return skip("git is missing (it applies the patch series; .ci/run installs it)");
     }
@@ -99,22 +106,33 @@ fn lkp() -> Option<Lkp> {
     }
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("lkp-tests");
-    let copy = Command::new("cp").arg("-a").arg(&src).arg(&tree).status().unwrap();
-    assert!(copy.success(), "copying {}", src.display());
-    // The snapshot is no git repository: it becomes the base commit the series applies to.
-    git(&tree, &["init", "-q"]);
-    git(&tree, &["add", "-A", "-f"]);
-    git(&tree, &["commit", "-q", "-m", "base"]);
+    git(dir.path(), &["clone", "-q", bundle.to_str().unwrap(), "lkp-tests"]);
     git(&tree, &["tag", "base"]);
+    // lkp-tests keeps some of distro/adaptation-pkg as symlinks: the series must leave them so.
+    let links = ["aliyun", "redhat", "rocky"].map(|d| tree.join("distro/adaptation-pkg").join(d));
+    let is_link = |p: &PathBuf| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+    assert!(links.iter().all(is_link), "the bundle's clone has distro/adaptation-pkg's symlinks");
     let patches = patches();
-    let mut check = vec!["apply", "--check"];
-    check.extend(patches.iter().map(|p| p.to_str().unwrap()));
-    git(&tree, &check);
     let mut am = vec!["am", "-q"];
     am.extend(patches.iter().map(|p| p.to_str().unwrap()));
     git(&tree, &am);
     let log = git(&tree, &["log", "--format=%s", "base..HEAD"]);
     assert_eq!(log.lines().count(), patches.len(), "one commit per patch:\n{log}");
+    assert!(links.iter().all(is_link), "the series keeps distro/adaptation-pkg's symlinks");
+    assert_eq!(git(&tree, &["status", "--porcelain"]), "", "git am left the tree clean");
+    // The program's package comes with the program: lkp install maps it through the
+    // distribution's adaptation-pkg file, and skips a package without a line there.
+    let program_commit = git(&tree, &["rev-list", "--reverse", "base..HEAD"]).lines().next().unwrap().to_string();
+    let program_files = git(&tree, &["show", "--name-only", "--format=", &program_commit]);
+    assert!(
+        program_files.lines().any(|f| f == "distro/adaptation-pkg/debian")
+            && program_files.lines().any(|f| f == "programs/faultscale/run"),
+        "the program and its adaptation-pkg line in one commit:\n{program_files}"
+    );
+    for distro in ["debian", "ubuntu", "centos", "aliyun", "rocky"] {
+        let file = std::fs::read_to_string(tree.join("distro/adaptation-pkg").join(distro)).unwrap();
+        assert!(file.lines().any(|l| l == "faultscale::"), "{distro} maps faultscale");
+    }
     let host = text(&Command::new("hostname").output().unwrap().stdout).trim().to_string();
     let cpus = std::thread::available_parallelism().unwrap().get();
     std::fs::write(tree.join("hosts").join(host), format!("nr_cpu: {cpus}\nnr_node: 1\nmemory: 1G\n")).unwrap();
@@ -128,12 +146,16 @@ fn parse(lkp: &Lkp, raw: &Path) -> String {
 
 #[test]
 fn the_committed_patch_series_is_the_one_scripts_lkp_patches_makes() {
-    let Some(src) = lkp_src() else { return };
-    let output = Command::new(repo().join("scripts/lkp-patches")).arg("--check").env("LKP_SRC", &src).output().unwrap();
+    let Some(bundle) = lkp_bundle() else { return };
+    let output =
+        Command::new(repo().join("scripts/lkp-patches")).arg("--check").env("LKP_BUNDLE", &bundle).output().unwrap();
     assert!(output.status.success(), "{}{}", text(&output.stdout), text(&output.stderr));
     for patch in patches() {
         let body = std::fs::read_to_string(&patch).unwrap();
-        assert!(body.contains("\nSigned-off-by: "), "{}: signed off as lkp-tests' commits are", patch.display());
+        // No identity is made up: the author is a placeholder named as one, and the sender
+        // signs the series off under their own name.
+        assert!(!body.contains("\nSigned-off-by: "), "{}: signed off by nobody real", patch.display());
+        assert!(body.contains("\nFrom: PLACEHOLDER sender <sender@placeholder.invalid>"), "{}", patch.display());
     }
 }
 
