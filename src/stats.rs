@@ -1,5 +1,9 @@
-//! Statistics over rounds and generations, written by hand: a handful of formulas, each tested against
+//! Statistics over rounds and generations. Student's t (its quantile and p-value) is statrs's;
+//! what is faultscale's own (the trimmed mean per cgroup instance, the interval over instances
+//! or one instance's blocks, Welch's difference, Holm) is written here once, each tested against
 //! values computed independently.
+
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// Summary of a set of measurements (e.g. faults/s over rounds).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -105,47 +109,52 @@ pub fn vs_linear(sweep: &[(usize, f64)], tasks: usize) -> Option<f64> {
     (sweep.len() > 1 && base_rate > 0.0).then(|| rate / (base_rate * tasks as f64 / base_tasks as f64))
 }
 
-/// Two-sided 95% Student t quantile for `df` degrees of freedom.
+/// Two-sided 95% Student t quantile for `df` degrees of freedom (infinite at 0: no interval).
 pub fn t_quantile_95(df: usize) -> f64 {
-    // t(0.975, df) for df = 1..=30, from the standard table.
-    const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-    ];
     match df {
         0 => f64::INFINITY,
-        1..=30 => TABLE[df - 1],
-        // Beyond 30 the Cornish-Fisher expansion around z = 1.959964 is accurate to 1e-3.
-        _ => {
-            let z = 1.959964_f64;
-            let d = df as f64;
-            z + (z.powi(3) + z) / (4.0 * d) + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * d * d)
-        }
+        _ => t_quantile_95_at(df as f64),
     }
 }
 
-/// The two-sided 95% t quantile at a fractional `df` (Welch-Satterthwaite's): the t where
-/// the two-sided p is 0.05, found by bisection, so it is continuous in df.
-/// Flooring df instead would jump: df 4.0 gives 2.776 but 3.9999999 gives 3.182, so the same
-/// rates written with a digit more or less (a CSV and a JSON of one run) got intervals 15%
-/// apart; interpolating in 1/df is 18% wide at df 1.25.
+/// The two-sided 95% t quantile at a fractional `df` (Welch-Satterthwaite's), continuous in
+/// df: flooring df would jump (df 4.0 gives 2.776 but 3.9999999 gives 3.182, so the same rates
+/// written with a digit more or less, a CSV and a JSON of one run, got intervals 15% apart).
+/// Infinite df (or NaN), the normal's; below 1 or beyond `MAX_DF`, as there (`students_t`).
 pub fn t_quantile_95_at(df: f64) -> f64 {
-    if !df.is_finite() {
-        return 1.959964;
+    match df.is_finite() {
+        true => students_t(df).inverse_cdf(0.975),
+        false => Normal::standard().inverse_cdf(0.975),
     }
-    let df = df.max(1.0);
-    if df > 60.0 {
-        // Cornish-Fisher, as for whole df beyond the table: within 1e-4 from here on.
-        let z = 1.959964_f64;
-        return z + (z.powi(3) + z) / (4.0 * df) + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * df * df);
+}
+
+/// The two-sided p-value of Student's t with `df` degrees of freedom (fractional allowed;
+/// infinite, the normal's; below 1 or beyond `MAX_DF`, as there, as `t_quantile_95_at`, so
+/// that a 95% interval excludes 0 exactly where p < 0.05).
+pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
+    if !t.is_finite() {
+        return 0.0;
     }
-    // Between z (df -> infinity) and t(0.975, 1) = 12.706; p falls as t grows.
-    let (mut low, mut high) = (1.95, 12.8);
-    for _ in 0..60 {
-        let middle = 0.5 * (low + high);
-        if t_two_sided_p(middle, df) > 0.05 { low = middle } else { high = middle }
-    }
-    0.5 * (low + high)
+    // The upper tail directly (sf, not 1 - cdf, which loses a far tail's digits).
+    let tail = match df.is_finite() {
+        true => students_t(df).sf(t.abs()),
+        false => Normal::standard().sf(t.abs()),
+    };
+    (2.0 * tail).clamp(0.0, 1.0)
+}
+
+/// The largest df Student's t is taken at. statrs 0.19.1's inverse_cdf, exact to 1e-12 up to
+/// here (against scipy), loses digits beyond (t(0.975) at 1e5 df off by 7e-6, at 1e7 by 0.13)
+/// and from 1e8 does not return (its inverse incomplete beta at a huge first parameter). A run
+/// has fewer blocks than this; a larger df is taken as this one's, a quantile at most 1.2e-4
+/// (relative) wider than its own, so the interval errs wide and stays continuous in df.
+const MAX_DF: f64 = 1e4;
+
+/// The standard Student t at `df` clamped to 1..=`MAX_DF`: every df faultscale forms is at
+/// least 1 (units less one, a block count's floor of 1, Welch's between its sides'), and statrs
+/// refuses a df that is not positive. A finite df; infinite is the caller's (the normal).
+fn students_t(df: f64) -> StudentsT {
+    StudentsT::new(0.0, 1.0, df.clamp(1.0, MAX_DF)).expect("df between 1 and MAX_DF")
 }
 
 /// A ratio's estimate with its 95% interval: exp of the logs' `UnitMean` (over units of
@@ -288,13 +297,13 @@ fn by_unit(values: &[Placed]) -> Vec<Vec<f64>> {
 
 /// The mean of two or more units' figures, with Student's t at units less one.
 fn over_units(means: &[f64], n: usize) -> Option<UnitMean> {
-    let summary = summarize(means)?;
+    let estimate = Estimate::of_values(means)?;
     Some(UnitMean {
         n,
         units: means.len(),
-        mean: summary.mean,
-        standard_error: Some(summary.stddev / (summary.n as f64).sqrt()),
-        df: Some((summary.n - 1) as f64),
+        mean: estimate.mean,
+        standard_error: Some(estimate.standard_error),
+        df: Some(estimate.df),
     })
 }
 
@@ -466,10 +475,21 @@ impl Estimate {
     pub fn of(mean: &UnitMean) -> Option<Self> {
         Some(Estimate { mean: mean.mean, standard_error: mean.standard_error?, df: mean.df? })
     }
+
+    /// The mean of independent values (units, runs, a sample) with its standard error, sd /
+    /// sqrt(n), at n - 1 degrees of freedom; None under two values.
+    pub fn of_values(values: &[f64]) -> Option<Self> {
+        let summary = summarize(values).filter(|s| s.n > 1)?;
+        Some(Estimate {
+            mean: summary.mean,
+            standard_error: summary.stddev / (summary.n as f64).sqrt(),
+            df: (summary.n - 1) as f64,
+        })
+    }
 }
 
-/// b - a from two runs' estimates, each with its own standard error: Welch-Satterthwaite's
-/// degrees of freedom from theirs. None where neither has a spread.
+/// b - a from two estimates, each with its own standard error (Welch's t): the
+/// Welch-Satterthwaite degrees of freedom from theirs. None where neither has a spread.
 pub fn estimate_difference(a: Estimate, b: Estimate) -> Option<RatioChange> {
     let (va, vb) = (a.standard_error.powi(2), b.standard_error.powi(2));
     let se = (va + vb).sqrt();
@@ -480,79 +500,6 @@ pub fn estimate_difference(a: Estimate, b: Estimate) -> Option<RatioChange> {
     let change = b.mean - a.mean;
     let half_width = t_quantile_95_at(df) * se;
     Some(RatioChange { change, low: change - half_width, high: change + half_width, p: t_two_sided_p(change / se, df) })
-}
-
-/// ln Γ(x) for x > 0 (Lanczos, g = 7, 9 terms: 15 significant digits).
-fn ln_gamma(x: f64) -> f64 {
-    const COEFFICIENTS: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        // Reflection: Γ(x) Γ(1 - x) = π / sin(πx).
-        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
-    }
-    let x = x - 1.0;
-    let t = x + 7.5;
-    let sum = COEFFICIENTS[1..].iter().enumerate().fold(COEFFICIENTS[0], |acc, (i, c)| acc + c / (x + i as f64 + 1.0));
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
-}
-
-/// The regularized incomplete beta function I_x(a, b), by its continued fraction (modified
-/// Lentz), with the symmetry I_x(a, b) = 1 - I_{1-x}(b, a) where that converges faster.
-fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
-    if x <= 0.0 {
-        return 0.0;
-    }
-    if x >= 1.0 {
-        return 1.0;
-    }
-    if x > (a + 1.0) / (a + b + 2.0) {
-        return 1.0 - incomplete_beta(b, a, 1.0 - x);
-    }
-    let front = (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp() / a;
-    let tiny = 1e-300;
-    let (mut c, mut d) = (1.0, 1.0 - (a + b) * x / (a + 1.0));
-    d = 1.0 / if d.abs() < tiny { tiny } else { d };
-    let mut result = d;
-    for m in 1..300 {
-        let m = m as f64;
-        for numerator in [
-            m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)),
-            -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)),
-        ] {
-            d = 1.0 + numerator * d;
-            d = 1.0 / if d.abs() < tiny { tiny } else { d };
-            c = 1.0 + numerator / c;
-            if c.abs() < tiny {
-                c = tiny;
-            }
-            result *= c * d;
-        }
-        if (c * d - 1.0).abs() < 1e-15 {
-            break;
-        }
-    }
-    front * result
-}
-
-/// The two-sided p-value of Student's t with `df` degrees of freedom (fractional allowed).
-pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
-    if !t.is_finite() {
-        return 0.0;
-    }
-    if !df.is_finite() {
-        // The normal limit: p = erfc(|t| / sqrt 2), through the t formula at a huge df.
-        return t_two_sided_p(t, 1e7);
-    }
-    incomplete_beta(df / 2.0, 0.5, df / (df + t * t)).clamp(0.0, 1.0)
 }
 
 /// Holm's step-down adjustment of p-values for testing several rows at once: the family-wise
@@ -572,7 +519,8 @@ pub fn holm(p_values: &[f64]) -> Vec<f64> {
 }
 
 /// A change between two samples with its 95% interval and two-sided p-value (Welch's t):
-/// for ratios (`ratio_change`) the change is new/base, for plain values (`difference`) new - base.
+/// for ratios (`estimate_difference` of logs, the caller taking exp) the change is new/base, for
+/// plain values (`difference`) new - base.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct RatioChange {
     pub change: f64,
@@ -581,33 +529,17 @@ pub struct RatioChange {
     pub p: f64,
 }
 
-/// mean(b) - mean(a), its standard error and the Welch-Satterthwaite degrees of freedom (0
-/// when there is no spread); None when a side has fewer than two values.
-fn welch_parts(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
-    let (sa, sb) = (summarize(a)?, summarize(b)?);
-    if sa.n < 2 || sb.n < 2 {
-        return None;
-    }
-    let (va, vb) = (sa.stddev.powi(2) / sa.n as f64, sb.stddev.powi(2) / sb.n as f64);
-    let se = (va + vb).sqrt();
-    let df = if se == 0.0 {
-        0.0
-    } else {
-        (va + vb).powi(2) / (va.powi(2) / (sa.n - 1) as f64 + vb.powi(2) / (sb.n - 1) as f64)
-    };
-    Some((sb.mean - sa.mean, se, df))
-}
-
-/// mean(b) - mean(a) with its 95% interval and p-value; None when a side has fewer than two
-/// values.
+/// mean(b) - mean(a) with its 95% interval and p-value (Welch's t, `estimate_difference`,
+/// over each sample's `Estimate::of_values`); None when a side has fewer than two values.
+/// Neither with a spread: the change exactly, p 1 for none and 0 for any.
 pub fn difference(a: &[f64], b: &[f64]) -> Option<RatioChange> {
-    let (change, se, df) = welch_parts(a, b)?;
-    if se == 0.0 {
+    let (a, b) = (Estimate::of_values(a)?, Estimate::of_values(b)?);
+    if a.standard_error == 0.0 && b.standard_error == 0.0 {
+        let change = b.mean - a.mean;
         let p = if change == 0.0 { 1.0 } else { 0.0 };
         return Some(RatioChange { change, low: change, high: change, p });
     }
-    let half_width = t_quantile_95_at(df) * se;
-    Some(RatioChange { change, low: change - half_width, high: change + half_width, p: t_two_sided_p(change / se, df) })
+    estimate_difference(a, b)
 }
 
 #[cfg(test)]
@@ -692,7 +624,9 @@ mod tests {
 
     #[test]
     fn a_trimmed_mean_leaves_out_a_fifth_at_each_end() {
-        // Ten values: two off each end, whatever their size.
+        // Ten values: two off each end, whatever their size. scipy 1.17
+        // stats.trim_mean([-1e9, 1, ..., 8, 1e9], 0.2) = 4.5, trim_mean([1, 2, 9], 0.2) = 4.0
+        // (R's mean(x, trim = 0.2) alike: floor(n * 0.2) off each end).
         let values = [-1e9, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 1e9];
         assert!(close(trimmed_mean(&values).unwrap(), 4.5, 1e-12));
         // Under five values none is left out.
@@ -793,8 +727,11 @@ mod tests {
         let mean = unit_mean(&placed).unwrap();
         assert_eq!((mean.n, mean.units), (6, 3));
         assert!(close(mean.mean, 2.0, 1e-12), "{mean:?}");
-        // Unit means 1, 4, 1: sd sqrt(3), se 1, df 2.
+        // Unit means 1, 4, 1: sd sqrt(3), se 1, df 2 (scipy 1.17 stats.sem([1, 4, 1]) = 1.0).
         assert!(close(mean.standard_error.unwrap(), 1.0, 1e-12) && mean.df == Some(2.0), "{mean:?}");
+        let estimate = Estimate::of_values(&[1.0, 4.0, 1.0]).unwrap();
+        assert!(close(estimate.mean, 2.0, 1e-12) && close(estimate.standard_error, 1.0, 1e-12) && estimate.df == 2.0);
+        assert_eq!(Estimate::of_values(&[3.0]), None);
         let one = unit_mean(&in_one_unit(&[(1, 1.0), (2, 2.0), (3, 3.0)])).unwrap();
         let block = block_mean(&[(1, 1.0), (2, 2.0), (3, 3.0)]).unwrap();
         assert_eq!((one.units, one.standard_error, one.df), (1, block.standard_error, block.df));
@@ -805,11 +742,13 @@ mod tests {
         // se 0.3 (df 4) and 0.4 (df 9): se 0.5, df 0.0625 / (0.0081 / 4 + 0.0256 / 9) = 12.84.
         let a = Estimate { mean: 1.0, standard_error: 0.3, df: 4.0 };
         let b = Estimate { mean: 2.0, standard_error: 0.4, df: 9.0 };
+        // scipy 1.17: df = 12.835140, 2 * stats.t.sf(2.0, df) = 0.06711982,
+        // 0.5 * stats.t.ppf(0.975, df) = 1.081596.
         let change = estimate_difference(a, b).unwrap();
-        let df = 0.0625 / (0.0081 / 4.0 + 0.0256 / 9.0);
         assert!(close(change.change, 1.0, 1e-12));
-        assert!(close(change.high - change.change, t_quantile_95_at(df) * 0.5, 1e-9), "{change:?}");
-        assert!(close(change.p, t_two_sided_p(2.0, df), 1e-12));
+        assert!(close(change.high - change.change, 1.081_596, 1e-6), "{change:?}");
+        assert!(close(change.change - change.low, 1.081_596, 1e-6), "{change:?}");
+        assert!(close(change.p, 0.067_119_82, 1e-8), "{change:?}");
         assert_eq!(
             estimate_difference(Estimate { standard_error: 0.0, ..a }, Estimate { standard_error: 0.0, ..b }),
             None
@@ -899,12 +838,13 @@ mod tests {
 
     #[test]
     fn summary_matches_hand_computed_values() {
-        // 2, 4, 4, 4, 5, 5, 7, 9: mean 5, sum of squares 32, sample variance 32/7.
+        // 2, 4, 4, 4, 5, 5, 7, 9: mean 5, sum of squares 32, sample variance 32/7. numpy 2 /
+        // scipy 1.17: mean 5.0, median 4.5, std(ddof=1) 2.1380899, stats.sem 0.7559289.
         let s = summarize(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
         assert_eq!(s.n, 8);
         assert_eq!(s.mean, 5.0);
         assert_eq!(s.median, 4.5);
-        assert!(close(s.stddev, (32.0f64 / 7.0).sqrt(), 1e-12));
+        assert!(close(s.stddev, (32.0f64 / 7.0).sqrt(), 1e-12) && close(s.stddev, 2.138_089_9, 1e-7));
         assert!(close(s.cv_pct, 100.0 * (32.0f64 / 7.0).sqrt() / 5.0, 1e-9));
         assert_eq!(s.min, 2.0);
         assert_eq!(s.max, 9.0);
@@ -923,25 +863,40 @@ mod tests {
     }
 
     #[test]
-    fn t_quantiles_follow_the_table_and_converge_to_z() {
-        assert_eq!(t_quantile_95(1), 12.706);
-        assert_eq!(t_quantile_95(4), 2.776);
-        assert_eq!(t_quantile_95(30), 2.042);
-        assert!(close(t_quantile_95(40), 2.021, 2e-3));
-        assert!(close(t_quantile_95(120), 1.980, 2e-3));
-        assert!(close(t_quantile_95(100_000), 1.960, 1e-3));
-        // Fractional df: continuous, between its neighbours, exact at whole numbers.
-        assert!(close(t_quantile_95_at(4.0), 2.776, 1e-3));
-        assert!(close(t_quantile_95_at(4.0 - 1e-9), t_quantile_95_at(4.0), 1e-6));
-        assert!(close(t_quantile_95_at(30.0), 2.042, 1e-3) && close(t_quantile_95_at(61.0), 2.000, 1e-3));
-        assert!(t_quantile_95_at(4.5) < 2.776 && t_quantile_95_at(4.5) > 2.571);
-        // Exact where it matters most, at 2-3 slices a side (mpmath: t(0.975, 1.5) = 6.0167,
-        // t(0.975, 1.25) = 8.0280, t(0.975, 2.5) = 3.5747, t(0.975, 5.882) = 2.4588).
-        assert!(close(t_quantile_95_at(1.5), 6.0167, 1e-3), "{}", t_quantile_95_at(1.5));
-        assert!(close(t_quantile_95_at(1.25), 8.0280, 1e-3), "{}", t_quantile_95_at(1.25));
-        assert!(close(t_quantile_95_at(2.5), 3.5747, 1e-3), "{}", t_quantile_95_at(2.5));
-        assert!(close(t_quantile_95_at(6.25 / 1.0625), 2.4588, 1e-3));
-        assert!(close(t_quantile_95_at(0.3), 12.706, 1e-3));
+    fn t_quantiles_are_students_and_converge_to_z() {
+        // scipy 1.17 stats.t.ppf(0.975, df), R's qt(0.975, df) (mpmath at 40 digits agrees):
+        // qt(0.975, 1) = 12.706205, qt(0.975, 2) = 4.302653, qt(0.975, 4) = 2.776445,
+        // qt(0.975, 30) = 2.042272, qt(0.975, 40) = 2.021075, qt(0.975, 120) = 1.979930,
+        // qt(0.975, 1e4) = 1.960201; stats.norm.ppf(0.975), qnorm(0.975) = 1.959964.
+        for (df, t) in [
+            (1, 12.706_205),
+            (2, 4.302_653),
+            (4, 2.776_445),
+            (30, 2.042_272),
+            (40, 2.021_075),
+            (120, 1.979_930),
+            (10_000, 1.960_201),
+        ] {
+            assert!(close(t_quantile_95(df), t, 1e-6), "df {df}: {}", t_quantile_95(df));
+        }
+        // Beyond MAX_DF as at it (qt(0.975, 1e4) = 1.960201, a hair over qt(0.975, 1e5) =
+        // 1.959988), continuous up to it; 1e9 returns (statrs's own inverse would not).
+        assert_eq!(t_quantile_95(100_000), t_quantile_95(10_000));
+        assert_eq!(t_quantile_95_at(1e9), t_quantile_95(10_000));
+        assert!(close(t_quantile_95_at(MAX_DF - 1e-6), t_quantile_95_at(MAX_DF), 1e-9));
+        assert_eq!(t_quantile_95(0), f64::INFINITY);
+        assert!(close(t_quantile_95_at(f64::INFINITY), 1.959_964, 1e-6));
+        // Fractional df, where it matters most, at 2-3 slices a side and Welch's 6.25 / 1.0625
+        // (scipy as above: qt(0.975, 1.25) = 8.027951, qt(0.975, 1.5) = 6.016663,
+        // qt(0.975, 2.5) = 3.574655, qt(0.975, 5.882353) = 2.458824).
+        for (df, t) in [(1.25, 8.027_951), (1.5, 6.016_663), (2.5, 3.574_655), (6.25 / 1.0625, 2.458_824)] {
+            assert!(close(t_quantile_95_at(df), t, 1e-6), "df {df}: {}", t_quantile_95_at(df));
+        }
+        // Continuous in df, and the whole df's value at a whole df.
+        assert!(close(t_quantile_95_at(4.0 - 1e-9), t_quantile_95(4), 1e-6));
+        assert!(t_quantile_95_at(4.5) < t_quantile_95(4) && t_quantile_95_at(4.5) > t_quantile_95(5));
+        // Below 1 df, as at 1.
+        assert_eq!(t_quantile_95_at(0.3), t_quantile_95(1));
     }
 
     #[test]
@@ -949,13 +904,19 @@ mod tests {
         // a: mean 3, variance 2.5; b: mean 6, variance 10; n = 5 each.
         // se = sqrt(0.5 + 2) = 1.5811; t = 3 / se = 1.8974;
         // df = 2.5^2 / (0.5^2/4 + 2^2/4) = 6.25 / 1.0625 = 5.882 -> t(5.882) = 2.459: not significant.
+        // scipy 1.17 stats.ttest_ind(b, a, equal_var=False) (R's t.test(b, a)): t = 1.897367,
+        // df = 5.882353, p = 0.1075312, 95% CI -0.8877416 to 6.8877416.
         let d = difference(&[1.0, 2.0, 3.0, 4.0, 5.0], &[2.0, 4.0, 6.0, 8.0, 10.0]).unwrap();
         assert!(close(d.change, 3.0, 1e-12));
-        assert!(close(d.high - d.change, t_quantile_95_at(6.25 / 1.0625) * 2.5f64.sqrt(), 1e-9));
-        assert!(close(d.p, t_two_sided_p(3.0 / 2.5f64.sqrt(), 6.25 / 1.0625), 1e-12) && d.p > 0.05);
-        // Tight samples far apart are significant, in either direction.
+        assert!(close(d.low, -0.887_741_6, 1e-6) && close(d.high, 6.887_741_6, 1e-6), "{d:?}");
+        assert!(close(d.p, 0.107_531_2, 1e-7), "{d:?}");
+        // Tight samples far apart are significant, in either direction. scipy as above,
+        // ttest_ind([90, 91, 89], [100, 101, 99], equal_var=False): t = -12.247449, df = 4,
+        // p = 0.0002552167, 95% CI -12.266958 to -7.733042.
         let slower = difference(&[100.0, 101.0, 99.0], &[90.0, 91.0, 89.0]).unwrap();
         assert!(slower.p < 0.05 && slower.change < 0.0);
+        assert!(close(slower.p, 0.000_255_216_7, 1e-10), "{slower:?}");
+        assert!(close(slower.low, -12.266_958, 1e-6) && close(slower.high, -7.733_042, 1e-6), "{slower:?}");
         assert_eq!(difference(&[1.0], &[2.0, 3.0]), None);
         assert_eq!(difference(&[5.0, 5.0], &[6.0, 6.0]).unwrap().p, 0.0);
         assert_eq!(difference(&[5.0, 5.0], &[5.0, 5.0]).unwrap().p, 1.0);
@@ -964,7 +925,8 @@ mod tests {
     #[test]
     fn the_overhead_interval_works_on_log_ratios() {
         // Ratios 1.08, 1.10, 1.12, one unit each: the geometric mean and the t interval of the
-        // logs (t(0.975, 2) = 4.302653).
+        // logs (t(0.975, 2) = 4.302653). scipy 1.17: exp of stats.t.interval(0.95, 2,
+        // loc=mean(logs), scale=stats.sem(logs)) = 1.0513008 to 1.1507014, exp(mean) = 1.0998788.
         let units = |ratios: &[f64]| -> Vec<Placed> {
             ratios.iter().enumerate().map(|(i, &value)| Placed { unit: i as u32, round: i as u32 + 1, value }).collect()
         };
@@ -976,6 +938,8 @@ mod tests {
         assert!(close(r.mean, mean.exp(), 1e-12));
         assert!(close(r.low.unwrap(), (mean - half).exp(), 1e-7));
         assert!(close(r.high.unwrap(), (mean + half).exp(), 1e-7));
+        assert!(close(r.low.unwrap(), 1.051_300_8, 1e-7) && close(r.high.unwrap(), 1.150_701_4, 1e-7), "{r:?}");
+        assert!(close(r.mean, 1.099_878_8, 1e-7));
         assert!(r.excludes(1.0));
         // Inverting every ratio inverts the estimate: one number whichever way it is read.
         let inverse = overhead_interval(&units(&[1.0 / 1.08, 1.0 / 1.10, 1.0 / 1.12])).unwrap();
@@ -985,20 +949,33 @@ mod tests {
     }
 
     #[test]
-    fn t_p_values_match_tables() {
-        // Two-sided 5% critical values from the table: p = 0.05 there.
-        assert!(close(t_two_sided_p(2.228, 10.0), 0.05, 5e-4));
-        assert!(close(t_two_sided_p(12.706, 1.0), 0.05, 5e-4));
-        assert!(close(t_two_sided_p(1.96, f64::INFINITY), 0.05, 5e-4));
+    fn t_p_values_match_independent_values() {
+        // scipy 1.17 2 * stats.t.sf(|t|, df), R's 2 * pt(-|t|, df); 2 * stats.norm.sf(|t|),
+        // R's 2 * pnorm(-|t|) (mpmath's regularized betainc at 40 digits agrees):
+        // 2*pt(-2.228, 10) = 0.05001177, 2*pt(-12.706, 1) = 0.05000080,
+        // 2*pnorm(-1.96) = 0.04999579, 2*pt(-2, 12.84) = 0.06711148,
+        // 2*pt(-10, 3) = 0.002128399, 2*pt(-40, 5) = 1.841196e-7.
+        assert!(close(t_two_sided_p(2.228, 10.0), 0.050_011_77, 1e-8));
+        assert!(close(t_two_sided_p(-12.706, 1.0), 0.050_000_80, 1e-8));
+        assert!(close(t_two_sided_p(1.96, f64::INFINITY), 0.049_995_79, 1e-8));
+        assert!(close(t_two_sided_p(2.0, 12.84), 0.067_111_48, 1e-8));
+        assert!(close(t_two_sided_p(10.0, 3.0), 0.002_128_399, 1e-9));
+        // A far tail keeps its digits (relative).
+        assert!(close(t_two_sided_p(40.0, 5.0) / 1.841_196e-7, 1.0, 1e-6), "{}", t_two_sided_p(40.0, 5.0));
         // t(1) is Cauchy: p(|T| > 1) = 0.5 exactly.
-        assert!(close(t_two_sided_p(1.0, 1.0), 0.5, 1e-9));
+        assert!(close(t_two_sided_p(1.0, 1.0), 0.5, 1e-12));
         assert!(close(t_two_sided_p(0.0, 7.0), 1.0, 1e-12));
-        assert!(close(ln_gamma(5.0), 24f64.ln(), 1e-12));
-        assert!(close(ln_gamma(0.5), std::f64::consts::PI.sqrt().ln(), 1e-12));
+        assert_eq!(t_two_sided_p(f64::INFINITY, 7.0), 0.0);
+        // The p and the quantile agree: p = 0.05 at the 95% quantile, fractional df too.
+        for df in [1.0, 1.5, 4.0, 6.25 / 1.0625, 30.0, 1e4, 1e5, 1e9] {
+            assert!(close(t_two_sided_p(t_quantile_95_at(df), df), 0.05, 1e-9), "df {df}");
+        }
     }
 
     #[test]
     fn holm_adjusts_step_down_and_stays_monotone() {
+        // statsmodels 0.15 multipletests([0.01, 0.04, 0.03], method="holm")[1] = 0.03 0.06 0.06
+        // and ([0.9, 0.8]) = 1 1 (R's p.adjust(p, "holm")).
         let adjusted = holm(&[0.01, 0.04, 0.03]);
         assert!(close(adjusted[0], 0.03, 1e-12));
         assert!(close(adjusted[1], 0.06, 1e-12));
