@@ -140,14 +140,7 @@ fn side_estimate(
         [] => None,
         [one] if one.units < 2 => None,
         [one] => Estimate::of(one),
-        several => {
-            let summary = summarize(&several.iter().map(|m| m.mean).collect::<Vec<_>>())?;
-            Some(Estimate {
-                mean: summary.mean,
-                standard_error: summary.stddev / (summary.n as f64).sqrt(),
-                df: (summary.n - 1) as f64,
-            })
-        }
+        several => Estimate::of_values(&several.iter().map(|m| m.mean).collect::<Vec<_>>()),
     }
 }
 
