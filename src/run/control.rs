@@ -64,10 +64,15 @@ pub fn freeze_these(workers: &mut Workers, slots: &Slots, running: &[usize]) -> 
                 .into());
             }
             polls += 1;
+            // Its loop as a look some 50 us after the SIGSTOP found it: a worker on its CPU takes
+            // the stop within microseconds (the signal's IPI), at its next return to user space.
+            if polls == 3 {
+                last_seen = Some(iterations_of(workers, slots, process));
+            }
             if polls.is_multiple_of(RESTOP_POLLS) {
-                // Its loop moved since the last SIGSTOP: it ran with the stop pending, which a
-                // task does not (it stops on its way back to user space); a SIGCONT from
-                // outside cancelled it. One that only waited for its CPU has not moved.
+                // Its loop moved since then: it ran with the stop pending, which a task does not;
+                // a SIGCONT from outside cancelled the stop. One that only waited for its CPU
+                // has not moved.
                 let now = iterations_of(workers, slots, process);
                 kept_running |= last_seen.is_some_and(|seen| seen != now);
                 last_seen = Some(now);
