@@ -89,7 +89,7 @@ impl RunOptions {
         };
         let most_tasks = task_counts.iter().copied().max().unwrap_or(1);
         if args.slices.trim() == "auto" && timing.iterations.is_none() && timing.duration >= AUTO_SLICING_FROM {
-            timing.slices = auto_slices(timing.duration, most_tasks);
+            timing.slices = auto_slices(timing.duration, most_tasks, most_tasks.div_ceil(cpus.len().max(1)));
         }
         check_siblings(&placements, &task_counts, args.mode.into())?;
         check_turns(&timing, &task_counts, cpus.len())?;
@@ -290,8 +290,11 @@ fn check_turns(timing: &Timing, task_counts: &[usize], cpus: usize) -> Result<()
 
 /// `--slices auto` from AUTO_SLICING_FROM: 25 ms slices, longer where the largest crew's
 /// `most_tasks` workers would make the harness's share of a slice pass about 2%.
-fn auto_slices(duration: Duration, most_tasks: usize) -> u32 {
-    let slice_s = AUTO_SLICE_S.max(most_tasks as f64 * AUTO_SLICE_PER_WORKER_S);
+fn auto_slices(duration: Duration, most_tasks: usize, per_cpu: usize) -> u32 {
+    // And a scheduler turn for each worker sharing a CPU, with a tenth to spare: what
+    // `check_turns` asks of a slice, so auto never makes slices it refuses.
+    let turns_s = per_cpu as f64 * SCHEDULER_TURN.as_secs_f64() * 1.1;
+    let slice_s = AUTO_SLICE_S.max(most_tasks as f64 * AUTO_SLICE_PER_WORKER_S).max(turns_s);
     ((duration.as_secs_f64() / slice_s).round().max(1.0) as u32).min(MAX_SLICES)
 }
 
@@ -306,7 +309,7 @@ fn slices(args: &RunArgs, fixed_work: bool, duration: Duration) -> Result<u32> {
         // neighbouring moments of a noisy machine: on the 2-CPU VM, 10 s, the overhead's 95%
         // half-width was 1.7-1.8 points with 0.1 s slices, 0.9-1.35 with 50 ms, 0.6-0.9 with
         // 25 ms (README, Benchmarks). Shorter runs (smoke tests) keep one slice per second.
-        "auto" if duration >= AUTO_SLICING_FROM => auto_slices(duration, 1),
+        "auto" if duration >= AUTO_SLICING_FROM => auto_slices(duration, 1, 1),
         "auto" => (duration.as_secs_f64().floor() as u32).clamp(1, 10),
         text => text.parse::<u32>().ok().filter(|n| (1..=MAX_SLICES).contains(n)).ok_or_else(|| {
             anyhow!("--slices {text:?}: give a whole number of slices from 1 to {MAX_SLICES}, or auto")
@@ -500,11 +503,22 @@ fn profile_dir(args: &RunArgs) -> Result<Option<PathBuf>> {
     if !dir.exists()
         && let Ok(target) = std::fs::read_link(&dir)
     {
+        let what = match std::fs::metadata(&dir) {
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => "which leads round a loop of links",
+            _ => "which does not exist",
+        };
         bail!(
-            "--profile-dir {}: a symbolic link to {}, which does not exist; make that directory, or give another",
+            "--profile-dir {}: a symbolic link to {}, {what}; make that directory, or give another",
             dir.display(),
             target.display()
         );
+    }
+    // The nearest part of the path that is there must be a directory for the rest to be made
+    // in it (`afile/sub` failed after the whole run with "Not a directory").
+    if let Some(there) = dir.ancestors().skip(1).find(|a| !a.as_os_str().is_empty() && a.exists())
+        && !there.is_dir()
+    {
+        bail!("--profile-dir {}: {} is not a directory; give a directory", dir.display(), there.display());
     }
     if dir.exists() && !dir.is_dir() {
         bail!("--profile-dir {}: exists and is not a directory; give a directory", dir.display());
@@ -594,13 +608,15 @@ mod tests {
     #[test]
     fn auto_slices_are_25_ms_until_the_largest_crew_would_make_the_harness_pass_2_percent() {
         let ten = Duration::from_secs(10);
-        assert_eq!(auto_slices(ten, 2), 400);
-        assert_eq!(auto_slices(ten, 41), 400, "41 workers: 24.6 ms of slice, still 25 ms");
+        assert_eq!(auto_slices(ten, 2, 1), 400);
+        assert_eq!(auto_slices(ten, 41, 1), 400, "41 workers: 24.6 ms of slice, still 25 ms");
         // 224 workers: 134.4 ms slices; 448: 268.8 ms.
-        assert_eq!(auto_slices(ten, 224), 74);
-        assert_eq!(auto_slices(ten, 448), 37);
-        assert_eq!(auto_slices(Duration::from_secs(300), 224), 2232);
-        assert_eq!(auto_slices(Duration::from_secs(1000), 1), MAX_SLICES);
+        assert_eq!(auto_slices(ten, 224, 1), 74);
+        assert_eq!(auto_slices(ten, 448, 1), 37);
+        assert_eq!(auto_slices(Duration::from_secs(300), 224, 1), 2232);
+        assert_eq!(auto_slices(Duration::from_secs(1000), 1, 1), MAX_SLICES);
+        // 48 workers on 2 CPUs: 24 a CPU want 79.2 ms for their turns.
+        assert_eq!(auto_slices(ten, 48, 24), 126);
     }
 
     #[test]

@@ -574,6 +574,9 @@ impl RunFile {
             return Ok(());
         }
         let name = &self.name;
+        if let Some(FileState::Failed(reason)) = &self.state {
+            bail!("{name}: the run failed before any slice was measured ({reason}): nothing to compare");
+        }
         match (self.overran, self.left_out) {
             (0, 0) => bail!("{name}: no summary rows"),
             (overran, left_out) => bail!(

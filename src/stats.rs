@@ -179,8 +179,11 @@ pub struct RatioInterval {
 impl RatioInterval {
     /// Whether the interval lies wholly on one side of `value` (1.0 = no difference).
     pub fn excludes(&self, value: f64) -> bool {
+        // Beyond rounding: an interval of no width (slices all alike) holds its own mean even
+        // where the two were summed in another order.
+        let slack = 1e-9 * value.abs();
         match (self.low, self.high) {
-            (Some(low), Some(high)) => value < low || value > high,
+            (Some(low), Some(high)) => value < low - slack || value > high + slack,
             _ => false,
         }
     }

@@ -333,3 +333,26 @@ fn a_long_cpu_list_is_said_in_ranges() {
     assert_eq!(said.lines().count(), 1, "{said}");
     assert!(said.contains("--cpus 0-1023:") && said.len() < 300, "{said}");
 }
+
+/// A --profile-dir under a file (`afile/sub`) is refused before measuring, as a dangling link
+/// is (before: "Not a directory" after the whole run, every profile lost); `--slices auto`
+/// gives 24 workers a CPU slices its own turn check takes.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_profile_dir_under_a_file_is_refused_and_auto_slices_pass_their_own_check() {
+    let _serial = needs_root();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("afile");
+    std::fs::write(&file, "").unwrap();
+    let under = file.join("sub");
+    let (pid, output) = run(&["--base", BASE, "--duration", "2", "--profile-dir", under.to_str().unwrap()]);
+    assert_nothing_left(&runs_dir(), pid);
+    let said = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.contains("afile is not a directory"), "{said}");
+    let checked = Command::new(binary())
+        .args(["--base", BASE, "--tasks", "48", "--duration", "5", "--check-args", "2"])
+        .output()
+        .unwrap();
+    assert!(checked.status.success(), "{}", text(&checked.stderr));
+}

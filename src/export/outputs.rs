@@ -111,12 +111,17 @@ impl Outputs {
     /// The final files and flame graphs; false when one could not be written (each said).
     /// A file is written when there are measurements, when a checkpoint put slices in it that
     /// a stop signal voided (then it holds what the report holds, none of them), or when every
-    /// placement failed: the record of why (`failures`, state `failed`) is the run's result.
+    /// placement failed: then the JSON, whose `failures` and state `failed` are the run's
+    /// result (a CSV's rows carry no failure, and there is no row).
     pub fn write(self, report: &Report) -> bool {
         let mut all_written = true;
         for file in self.files {
             let stream = file.sink.is_stream();
-            if (!report.measurements.is_empty() || file.checkpointed.is_some() || !report.failures.is_empty())
+            // The JSON alone holds the failures: a CSV of no slice would be a bare header.
+            let failures_only = report.measurements.is_empty() && file.format.option() == "json";
+            if (!report.measurements.is_empty()
+                || file.checkpointed.is_some()
+                || (failures_only && !report.failures.is_empty()))
                 && let Err(e) = file.sink.write_with(|out| file.format.write(out, report, &self.settings))
             {
                 // The file is left as the last checkpoint wrote it, which not every format marks
@@ -186,6 +191,6 @@ mod tests {
         let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         assert_eq!(doc["state"], "failed", "{doc}");
         assert!(doc["failures"].to_string().contains("OOM killer"), "{doc}");
-        assert!(csv.exists(), "the CSV is written too: its header, no slice");
+        assert!(!csv.exists(), "no CSV: a bare header would read as a run with nothing in it");
     }
 }
