@@ -37,7 +37,7 @@ const MIN_SLICE: Duration = Duration::from_millis(20);
 const MAX_NAME: usize = 200;
 
 /// Most tasks one measurement forks: far beyond any CPU count, short of exhausting pids.
-pub const MAX_TASKS: usize = 4096;
+pub use crate::plan::MAX_TASKS;
 
 /// Parses `--tasks`: `1,2,4,8`, `3,6,12,24,48` or a range `1..8`.
 pub fn parse_task_counts(text: &str) -> Result<Vec<usize>> {

@@ -923,7 +923,16 @@ impl RunFile {
             return Ok(());
         }
         if tasks == 0 {
-            bail!("{name}: {placement}: a measurement has no workers");
+            bail!(
+                "{name}: measurements[{index}] ({placement}): no task count (neither result.crew.tasks nor result.workers); is this a faultscale --json file?"
+            );
+        }
+        // No run has more workers than --tasks takes (a hand-edited count read as 2^64 - 1).
+        if tasks > crate::plan::MAX_TASKS as u64 {
+            bail!(
+                "{name}: measurements[{index}] ({placement}): {tasks} tasks, more than a run takes (at most {})",
+                crate::plan::MAX_TASKS
+            );
         }
         if let Some(depth) = m.depth {
             self.depths.insert(placement.to_string(), depth.into());

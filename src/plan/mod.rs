@@ -252,6 +252,9 @@ pub fn order(placements: usize, round: u32) -> Vec<usize> {
     if round % 2 == 1 { forward } else { forward.into_iter().rev().collect() }
 }
 
+/// The most tasks a run takes (`--tasks`), and so the most workers a result file can hold a slice of.
+pub const MAX_TASKS: usize = 4096;
+
 #[cfg(test)]
 mod tests {
     use super::*;
