@@ -464,7 +464,12 @@ impl OomCounts {
         let kills = slicer.oom_kills(leaf);
         let seen = self.seen.entry(leaf.fs_path.clone()).or_insert(0);
         let reason = if kills > *seen {
-            format!("{}; the OOM killer ran in {} (oom_kill {kills})", died.why, leaf.cgroup_path)
+            format!(
+                "{}; the OOM killer ran in {} (its oom_kill count rose by {} during this run's slice, to {kills})",
+                died.why,
+                leaf.cgroup_path,
+                kills - *seen
+            )
         } else {
             died.why
         };

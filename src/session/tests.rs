@@ -351,7 +351,10 @@ fn a_worker_killed_by_the_oom_killer_is_named_from_the_memcg_count() {
     slicer.oom_kills.insert("/fs/child".into(), 4);
     drive(&mut report, &leaves, &mut slicer);
     assert_eq!(report.failures.len(), 1);
-    assert_eq!(report.failures[0].reason, format!("{died}; the OOM killer ran in /fs/child (oom_kill 5)"));
+    assert_eq!(
+        report.failures[0].reason,
+        format!("{died}; the OOM killer ran in /fs/child (its oom_kill count rose by 1 during this run's slice, to 5)")
+    );
 }
 
 #[test]
