@@ -238,7 +238,7 @@ fn a_job_through_lkps_run_test_run_stats_and_create_stats_matrix() {
     for (n, base) in [(0, Some(BASE)), (1, (!default_base).then_some(BASE))] {
         let mut params: Vec<String> =
             ["placement=child,control", "runtime=6s", "slices=2", "test=anon"].iter().map(|p| p.to_string()).collect();
-        params.extend(["mode=process", "nr_task=100%", "thp=never"].map(String::from));
+        params.extend(["mode=process", "nr_task=100%"].map(String::from));
         if let Some(base) = base {
             params.push(format!("base={base}"));
         }
@@ -603,7 +603,11 @@ fn job_files_split_with_lkps_split_job_into_jobs_of_declared_parameters() {
         // programs/faultscale/include: the scheduler books no kernel without memcg.
         let kconfig = atom["need_kconfig"].to_string();
         assert!(kconfig.contains("\"MEMCG\":\"y\"") && kconfig.contains("\"CGROUPS\":\"y\""), "{kconfig}");
-        assert!(!kconfig.contains("PERF_EVENTS"), "no profile, no perf events needed: {kconfig}");
+        assert!(!kconfig.contains("PERF_EVENTS"), "no memcg_profile, no perf events needed: {kconfig}");
+        // THP as LKP's jobs set it: its transparent_hugepage setup program, not a faultscale
+        // parameter (run passes --thp keep).
+        assert_eq!(atom["transparent_hugepage"]["thp_enabled"], "never", "THP through LKP's setup program");
+        assert!(params.get("thp").is_none() && params.get("profile").is_none(), "no thp or profile parameter");
         assert!(atom["need_memory"].is_string(), "every job says what memory it needs");
         let cgroup2 = atom.get("cgroup2").is_some_and(|c| c.is_object());
         // The plain job takes the job's own cgroup (run detects it); the cgroup2 job builds
