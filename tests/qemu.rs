@@ -242,7 +242,7 @@ fn lkp_below_the_root(dir: &Path, lkp_src: &Path) {
     let output = read(dir, "lkp/faultscale");
     let cgroup_line = output.lines().find(|l| l.starts_with("faultscale-job-cgroup: ")).expect("the job's cgroup");
     assert!(cgroup_line.contains("(cgroup v2, depth "), "{cgroup_line}");
-    assert!(cgroup_line.ends_with(", below the root): --base new"), "{cgroup_line}");
+    assert!(cgroup_line.ends_with(" as this process sees it): --base new"), "{cgroup_line}");
     assert!(output.contains("--base new --cgroup child,nested:4"), "{output}");
     let doc = common::lkp::embedded_json(&output);
     let placements: Vec<(&str, &str)> = doc["summaries"]
