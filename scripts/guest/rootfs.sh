@@ -1,7 +1,9 @@
 #!/bin/sh
 # The systemd root file system of the QEMU guests (scripts/qemu-guest), built into DIR by
 # mmdebstrap: Debian minbase plus what a login session on a real machine has (systemd as PID 1,
-# logind through libpam-systemd, dbus, udev so the serial console appears without a 90 s wait).
+# logind through libpam-systemd, dbus, udev so the serial console appears without a 90 s wait),
+# and what faultscale's LKP program needs on a test box (ruby for its summary, xz-utils for the
+# kept JSON: its pkg/depends).
 # The guest boots it as its initramfs, so it needs no disk driver; the kernel's own modules
 # (virtio, 9p) are appended per kernel by the runner. scripts/qemu-guest keys its cache on this
 # file's checksum: any change here rebuilds the image.
@@ -11,7 +13,7 @@ set -eu
 dir=$1
 mirror=${2:-http://deb.debian.org/debian}
 mmdebstrap --quiet --variant=minbase \
-    --include=systemd,systemd-sysv,dbus,libpam-systemd,udev,procps,kmod \
+    --include=systemd,systemd-sysv,dbus,libpam-systemd,udev,procps,kmod,ruby,xz-utils \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
     bookworm "$dir" "$mirror"
