@@ -61,28 +61,32 @@ pub fn expected_stats(doc: &Value) -> BTreeMap<String, (f64, f64)> {
     };
     // A clean run is marked as passing, as stress-ng's parse marks a stressor's.
     put("pass".into(), &Value::from(1), 1.0, 0.0);
-    put("base_depth".into(), &doc["environment"]["base_depth"], 1.0, 0.0);
     let overhead = |put: &mut dyn FnMut(String, &Value, f64, f64), prefix: &str, o: &Value| {
         put(format!("{prefix}overhead%"), &o["mean"], 100.0, 0.005);
         put(format!("{prefix}overhead_low%"), &o["low"], 100.0, 0.005);
         put(format!("{prefix}overhead_high%"), &o["high"], 100.0, 0.005);
     };
+    let is_baseline = |s: &&Value| s["placement"] == "root" || s["placement"] == "base";
     for s in summaries {
-        let name: String = s["placement"]
-            .as_str()
-            .unwrap()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || "_:+=-".contains(c) { c } else { '_' })
-            .collect();
+        // The baseline is keyed `base` wherever faultscale built it (the root or below), so
+        // that compare lines up two machines' runs.
+        let name: String = if is_baseline(&s) {
+            "base".into()
+        } else {
+            s["placement"]
+                .as_str()
+                .unwrap()
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() || "_:+=-".contains(c) { c } else { '_' })
+                .collect()
+        };
         // A task count's figures, keyed as will-it-scale keys them (`2.processes`).
         let prefix = format!("{}.{name}", s["tasks"]);
         put(format!("{prefix}.cpu_ns_per_fault"), &s["cpu_ns_per_fault"], 1.0, 0.05);
         put(format!("{prefix}.faults_per_sec"), &s["faults_per_sec"]["mean"], 1.0, 0.5);
         overhead(&mut put, &format!("{prefix}."), &s["overhead_vs_baseline"]);
         put(format!("{prefix}.memcg_ns_per_fault"), &s["memcg"]["ns_per_fault"], 1.0, 0.05);
-        put(format!("{name}.scalability"), &s["scalability"], 1.0, 5e-7);
     }
-    let is_baseline = |s: &&Value| s["placement"] == "root" || s["placement"] == "base";
     // The headline: the first placement asked for at the largest task count; the control's
     // interval beside it.
     let largest = summaries.iter().filter_map(|s| s["tasks"].as_u64()).max();
