@@ -264,7 +264,7 @@ fn a_job_through_lkps_run_test_run_stats_and_create_stats_matrix() {
         // kept compressed beside it.
         assert!(raw.len() < 64 * 1024, "the program's output is {} bytes:\n{raw}", raw.len());
         assert!(!raw.contains("\"measurements\""), "no slice in the program's output");
-        let full = Command::new("xz").arg("-dc").arg(result.join("faultscale-full.json.xz")).output().unwrap();
+        let full = Command::new("xz").arg("-dc").arg(result.join("faultscale-full-json.xz")).output().unwrap();
         let full: Value = serde_json::from_slice(&full.stdout).expect("the full JSON, xz-compressed");
         assert_eq!(
             full["measurements"].as_array().map(Vec::len),
