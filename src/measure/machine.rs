@@ -37,6 +37,15 @@ fn mitigations() -> String {
 }
 
 /// Swap devices (from /proc/swaps) and their total size.
+/// A /proc/meminfo line's figure in bytes (`MemTotal`, `MemAvailable`): the one reader of that
+/// file.
+pub fn meminfo_bytes(field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let rest = text.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))?;
+    let kib: u64 = rest.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kib << 10)
+}
+
 fn swap() -> String {
     let text = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
     let devices: Vec<(String, u64)> = text

@@ -73,13 +73,7 @@ fn line_of(text: &str, needle: &str) -> usize {
 
 /// This machine's RAM (MemTotal), the basis of percentages.
 fn ram_bytes() -> Result<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").map_err(|e| anyhow!("reading /proc/meminfo: {e}"))?;
-    meminfo
-        .lines()
-        .find_map(|line| line.strip_prefix("MemTotal:"))
-        .and_then(|rest| rest.trim().strip_suffix("kB"))
-        .and_then(|kib| kib.trim().parse::<u64>().ok())
-        .map(|kib| kib << 10)
+    crate::measure::machine::meminfo_bytes("MemTotal")
         .ok_or_else(|| anyhow!("/proc/meminfo has no MemTotal line; percentages in profiles need it"))
 }
 

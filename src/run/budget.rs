@@ -127,10 +127,7 @@ pub fn memory_problem(needed: u64, per_worker: u64, crews: &Crews, room: &Memory
 
 /// MemAvailable from /proc/meminfo, in bytes.
 pub fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    crate::measure::machine::meminfo_bytes("MemAvailable")
 }
 
 #[cfg(test)]

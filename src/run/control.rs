@@ -87,12 +87,14 @@ pub fn freeze_these(workers: &mut Workers, slots: &Slots, running: &[usize]) -> 
     Ok(kept_running)
 }
 
-/// The loop counters of the workers `process` runs, summed.
+/// The loop counters of the workers `process` runs, summed: its own worker's (process mode,
+/// where process and slot are one number), or every worker's (thread mode: one process).
 fn iterations_of(workers: &Workers, slots: &Slots, process: usize) -> u64 {
-    (0..workers.cpus.len())
-        .filter(|&slot| workers.process_index_of(slot) == process)
-        .map(|slot| slots.get(slot).iterations.load(Ordering::Relaxed))
-        .sum()
+    let load = |slot: usize| slots.get(slot).iterations.load(Ordering::Relaxed);
+    match workers.processes.len() == workers.cpus.len() {
+        true => load(process),
+        false => (0..workers.cpus.len()).map(load).sum(),
+    }
 }
 
 /// How long the freeze sleeps between looks at a worker not yet stopped, and after how many

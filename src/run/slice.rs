@@ -266,12 +266,6 @@ impl Crew {
         let stopped_ns = monotonic_ns();
         let (frozen_ns, after, stopped_late) = self.freeze_and_read()?;
         let read_ns = monotonic_ns();
-        self.frozen_at = Some(Snapshot {
-            iterations: after.iterations.clone(),
-            counts: vec![None; after.iterations.len()],
-            sched: after.sched.clone(),
-            ..Snapshot::default()
-        });
         if fixed {
             self.note_starts(started_ns);
         }
@@ -286,6 +280,7 @@ impl Crew {
         };
         let facts = self.facts(spec, Timing { started_ns, stopped_ns: frozen_ns });
         let run = figures(&facts, after.since(&before, &self.cpus), samples)?;
+        self.frozen_at = Some(after);
         // A slice an outside SIGCONT kept running past its end (a second SIGSTOP, a second
         // freeze) measured a window of another length than its pair's: flagged, in no figure.
         let overran = run.overran || stopped_late;
