@@ -26,6 +26,9 @@ impl super::Exporter for Json {
     fn write(&self, out: &mut dyn Write, report: &Report, settings: &super::Settings) -> Result<()> {
         write(out, report, settings.per_cpu)
     }
+    fn records_failures(&self) -> bool {
+        true
+    }
 }
 
 /// What the run was asked to do.

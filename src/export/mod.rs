@@ -30,6 +30,12 @@ pub trait Exporter: Sync {
     /// The option's line in `--help`, before " (- for stdout)", which cli.rs adds to each.
     fn help(&self) -> &'static str;
     fn write(&self, out: &mut dyn Write, report: &Report, settings: &Settings) -> Result<()>;
+    /// Whether the format records a run's failures beside its slices, so a run whose every
+    /// placement failed is still worth a file in it (the JSON's `failures`; a CSV's rows are
+    /// slices, and there would be none).
+    fn records_failures(&self) -> bool {
+        false
+    }
 }
 
 impl std::fmt::Debug for dyn Exporter {

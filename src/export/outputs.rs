@@ -117,11 +117,10 @@ impl Outputs {
         let mut all_written = true;
         for file in self.files {
             let stream = file.sink.is_stream();
-            // The JSON alone holds the failures: a CSV of no slice would be a bare header.
-            let failures_only = report.measurements.is_empty() && file.format.option() == "json";
+            let failures_only = report.measurements.is_empty() && !report.failures.is_empty();
             if (!report.measurements.is_empty()
                 || file.checkpointed.is_some()
-                || (failures_only && !report.failures.is_empty()))
+                || (failures_only && file.format.records_failures()))
                 && let Err(e) = file.sink.write_with(|out| file.format.write(out, report, &self.settings))
             {
                 // The file is left as the last checkpoint wrote it, which not every format marks
