@@ -173,3 +173,32 @@ fn the_scaling_table_says_the_exact_time_on_cpu_at_many_tasks() {
     let share: f64 = cells[cells.len() - 1].trim_end_matches('%').parse().unwrap_or_else(|_| panic!("{row}"));
     assert!((0.0..=100.0).contains(&share), "{row}");
 }
+
+/// Descriptors the run was started with count against its limit too: with 73 of them open and
+/// a hard limit the crews alone would fit, every slice failed with EMFILE; now it is refused
+/// (exit 2) before anything is made, counting them.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn descriptors_the_run_inherits_count_against_its_limit() {
+    let _guard = needs_root();
+    let mut command = Command::new(binary());
+    command.args(["--base", BASE, "--duration", "1", "-q"]);
+    // SAFETY: dup2 and setrlimit only, between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            for fd in 3..76 {
+                libc::dup2(0, fd);
+            }
+            let limit = libc::rlimit { rlim_cur: 86, rlim_max: 86 };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            Ok(())
+        });
+    }
+    let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&runs_dir(), pid);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("it was started with") && !stderr.contains("Too many open files"), "{stderr}");
+}

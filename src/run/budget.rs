@@ -69,7 +69,9 @@ pub struct Raised {
 /// limit raised to the hard one where that holds them, else the user's input refused (exit 2)
 /// with what is needed and how to allow it.
 pub fn ensure_open_files(crews: &Crews) -> Result<Option<Raised>> {
-    let needed = crews.open_files() as u64;
+    // Descriptors the run inherited (a launcher's, a shell's) count against the same limit.
+    let inherited = std::fs::read_dir("/proc/self/fd").map(|dir| dir.count()).unwrap_or(0) as u64;
+    let needed = crews.open_files() as u64 + inherited;
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
     match plan_open_files(needed, soft, hard) {
         Ok(None) => Ok(None),
@@ -79,7 +81,7 @@ pub fn ensure_open_files(crews: &Crews) -> Result<Option<Raised>> {
             Ok(Some(Raised { from: soft, to }))
         }
         Err(()) => bail!(crate::error::Error::Usage(format!(
-            "this run needs {needed} open files ({}), and the hard limit allows {hard} (ulimit -Hn); raise it (as root: ulimit -n {needed}; in a systemd unit: LimitNOFILE={needed}), or give fewer --tasks or placements",
+            "this run needs {needed} open files ({}, and {inherited} it was started with), and the hard limit allows {hard} (ulimit -Hn); raise it (as root: ulimit -n {needed}; in a systemd unit: LimitNOFILE={needed}), or give fewer --tasks or placements",
             crews.describe()
         ))),
     }
