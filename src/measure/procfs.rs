@@ -1,6 +1,6 @@
-//! /proc through the procfs crate: the per-thread fault, CPU and scheduler counters the harness
-//! reads from frozen worker threads, each CPU's steal, and the process scan that finds other
-//! faultscale runs.
+//! /proc through the procfs crate and by hand: a worker's reading of itself at a park (its
+//! thread's schedstat and getrusage), a process's stat line, each CPU's steal, and the process
+//! scan that finds other faultscale runs.
 
 use super::reread::Reread;
 
@@ -44,7 +44,7 @@ fn from_stat(stat: procfs::process::Stat, ticks_per_sec: u64) -> Option<ProcStat
 }
 
 pub fn process_stat(pid: u32) -> Option<ProcStat> {
-    from_stat(procfs::process::Process::new(pid as i32).ok()?.stat().ok()?, procfs::ticks_per_second())
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?, procfs::ticks_per_second())
 }
 
 /// A thread's scheduler times so far, in ns.
@@ -67,41 +67,61 @@ fn parse_schedstat(text: &str) -> Option<SchedTimes> {
     Some(SchedTimes { on_cpu_ns, wait_ns: Some(wait_ns), timeslices: Some(timeslices) })
 }
 
-/// One worker's /proc files, opened once for the crew's life: its stat line (the process's in
-/// process mode, with its children's counts; the thread's in thread mode) and its thread's
-/// schedstat.
+/// A worker's reading of itself at a park: its own thread's schedstat, kept open (one `pread`
+/// a park, in the worker, in parallel with the crew), and its getrusage.
 #[derive(Debug)]
-pub struct WorkerFiles {
-    tid: i32,
-    stat: Reread,
+pub struct OwnTimes {
     schedstat: Reread,
-    ticks_per_sec: u64,
+    whole_process: bool,
 }
 
-impl WorkerFiles {
-    /// `whole_process`: the stat line of the process `pid` (which the worker is), else of its
-    /// thread `tid`.
-    pub fn open(pid: i32, tid: i32, whole_process: bool) -> std::io::Result<WorkerFiles> {
-        let task = format!("/proc/{pid}/task/{tid}");
-        Ok(WorkerFiles {
-            tid,
-            stat: Reread::open(if whole_process { format!("/proc/{pid}/stat") } else { format!("{task}/stat") })?,
-            schedstat: Reread::open(format!("{task}/schedstat"))?,
-            ticks_per_sec: procfs::ticks_per_second(),
-        })
+/// getrusage's counts: minor faults and user and system time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub minflt: u64,
+    pub user_us: u64,
+    pub sys_us: u64,
+}
+
+impl OwnTimes {
+    /// Called on the worker's own thread. `whole_process`: one worker a process, whose
+    /// waited-for children (a forking workload's) count as its own.
+    pub fn open(whole_process: bool) -> std::io::Result<OwnTimes> {
+        Ok(OwnTimes { schedstat: Reread::open("/proc/thread-self/schedstat")?, whole_process })
     }
 
-    pub fn stat(&mut self) -> Option<ProcStat> {
-        parse_stat(self.stat.read().ok()?, self.ticks_per_sec)
-    }
-
-    /// The thread's scheduler times: schedstat, else (a kernel without schedstat) its CPU clock.
+    /// The calling thread's scheduler times: schedstat, else (a kernel without schedstat) its
+    /// CPU clock.
     pub fn sched(&mut self) -> Option<SchedTimes> {
         match self.schedstat.read().ok().and_then(parse_schedstat) {
             Some(times) => Some(times),
-            None => thread_cpu_ns(self.tid).map(|on_cpu_ns| SchedTimes { on_cpu_ns, wait_ns: None, timeslices: None }),
+            None => own_cpu_ns().map(|on_cpu_ns| SchedTimes { on_cpu_ns, wait_ns: None, timeslices: None }),
         }
     }
+
+    /// Its own counts (the thread's in thread mode, the process's in process mode), and in
+    /// process mode its waited-for children's separately.
+    pub fn usage(&self) -> (Usage, Option<Usage>) {
+        match self.whole_process {
+            true => (rusage(libc::RUSAGE_SELF), Some(rusage(libc::RUSAGE_CHILDREN))),
+            false => (rusage(libc::RUSAGE_THREAD), None),
+        }
+    }
+}
+
+fn rusage(who: libc::c_int) -> Usage {
+    // SAFETY: zeroed rusage is a valid out-buffer; getrusage of ourselves cannot fail.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(who, &mut usage) };
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    Usage { minflt: usage.ru_minflt as u64, user_us: us(usage.ru_utime), sys_us: us(usage.ru_stime) }
+}
+
+fn own_cpu_ns() -> Option<u64> {
+    let mut time = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid out-pointer.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut time) };
+    (rc == 0).then(|| time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64)
 }
 
 /// /proc/stat kept open, for each snapshot's steal.
@@ -117,16 +137,6 @@ impl StealFile {
     pub fn read(&mut self) -> Vec<Option<u64>> {
         self.0.read().map(|text| parse_steal(text, steal_tick_ns())).unwrap_or_default()
     }
-}
-
-/// Another thread's CPU clock: the kernel's CPUCLOCK_SCHED clock id of `tid` (what
-/// pthread_getcpuclockid makes for a thread of one's own; the kernel takes it for any thread).
-fn thread_cpu_ns(tid: i32) -> Option<u64> {
-    let clock = ((!tid) << 3) | 4 | 2;
-    let mut time = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime with a valid out-pointer; an invalid clock id is an error, not UB.
-    let rc = unsafe { libc::clock_gettime(clock as libc::clockid_t, &mut time) };
-    (rc == 0).then(|| time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64)
 }
 
 /// Each CPU's hypervisor steal so far, in ns, indexed by CPU number (None where /proc/stat has
@@ -181,19 +191,22 @@ mod tests {
             Some(SchedTimes { on_cpu_ns: 123456, wait_ns: Some(789), timeslices: Some(12) })
         );
         assert_eq!(parse_schedstat("123456 789\n"), None, "a short line is not read as zeros");
-        // This very thread, read through its own files, as a crew's are.
-        let (pid, tid) = (std::process::id() as i32, nix::unistd::gettid().as_raw());
-        let mut files = WorkerFiles::open(pid, tid, false).unwrap();
-        let before = files.sched().unwrap();
+        // This very thread, read through its own files, as a worker reads itself at a park.
+        let mut own = OwnTimes::open(false).unwrap();
+        let before = own.sched().unwrap();
+        let (usage_before, children) = own.usage();
+        assert_eq!(children, None, "a thread's own counts hold no children");
         // 20 ms on this thread's own CPU clock, however long a loaded machine takes to give it.
-        let cpu_ns = || {
-            let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).unwrap();
-            t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
-        };
-        let spun_from = cpu_ns();
-        while cpu_ns() < spun_from + 20_000_000 {}
-        assert!(files.sched().unwrap().on_cpu_ns >= before.on_cpu_ns + 20_000_000);
-        assert_eq!(files.stat().map(|s| s.state), Some('R'));
+        let spun_from = own_cpu_ns().unwrap();
+        while own_cpu_ns().unwrap() < spun_from + 20_000_000 {}
+        assert!(own.sched().unwrap().on_cpu_ns >= before.on_cpu_ns + 20_000_000);
+        // getrusage's thread times are the scheduler's, to a microsecond and a tick's scaling.
+        let (usage_after, _) = own.usage();
+        assert!(usage_after.user_us + usage_after.sys_us >= usage_before.user_us + usage_before.sys_us + 15_000);
+        // A page faulted in by this thread counts as its own minor fault.
+        let page = vec![1u8; 1 << 20];
+        assert!(own.usage().0.minflt > usage_after.minflt, "{}", page[4096]);
+        assert_eq!(OwnTimes::open(true).unwrap().usage().1.map(|c| c.minflt < u64::MAX), Some(true));
     }
 
     #[test]

@@ -61,6 +61,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
                 timeslices: None,
                 steal_ns: None,
                 cgroup_path: None,
+                span_ns: 0,
             };
             let run = SliceResult {
                 elapsed_ns: 2_000_000_000,

@@ -10,6 +10,7 @@ pub mod budget;
 mod control;
 pub mod cpus;
 pub mod files;
+mod park;
 mod result;
 pub mod signals;
 mod slice;

@@ -14,8 +14,7 @@ pub struct WorkerResult {
     pub perf: Option<PerfReading>,
     pub user_us: u64,
     pub sys_us: u64,
-    /// CPU time (user + sys) over wall time from release to stop: below 1 when something
-    /// else ran on this worker's CPU.
+    /// Time on its CPU over its window: below 1 when something else ran on this worker's CPU.
     pub cpu_share: f64,
     /// When this worker entered its loop, from the release signal.
     pub start_offset_ns: u64,
@@ -36,14 +35,20 @@ pub struct WorkerResult {
     /// `siblings:N`: the sibling cgroup this worker ran in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cgroup_path: Option<String>,
+    /// Its own window, wake to park (fixed work: loop entry to finish), in ns; 0 where unknown
+    /// (read back from a file), the slice's time then standing in. Not written: a window is
+    /// the slice's time to within an iteration.
+    #[serde(skip)]
+    pub span_ns: u64,
 }
 
 impl WorkerResult {
     /// Time over a span of `span_ns` the worker was neither on its CPU, nor waiting for it,
     /// nor losing it to the hypervisor: blocked (reclaim, I/O, a lock) or stopped. None without
     /// schedstat. (Where the kernel counts steal as time on the CPU, this is short by the steal.)
-    pub fn blocked_ns(&self, span_ns: u64) -> Option<u64> {
+    pub fn blocked_ns(&self, slice_ns: u64) -> Option<u64> {
         let accounted = self.on_cpu_ns? + self.wait_ns? + self.steal_ns.unwrap_or(0);
+        let span_ns = if self.span_ns > 0 { self.span_ns } else { slice_ns };
         Some(span_ns.saturating_sub(accounted))
     }
 }
@@ -59,8 +64,8 @@ pub struct Sample {
 /// column names.)
 #[derive(Debug, Clone)]
 pub struct SliceResult {
-    /// The measured window: from the end of the frozen reading before the thaw to the moment
-    /// every worker was seen stopped (fixed work: the first start to the last finish).
+    /// The measured time: the mean of the workers' windows, each from its wake to its park
+    /// (fixed work: the first start to the last finish).
     pub elapsed_ns: u64,
     pub start_skew_ns: u64,
     pub workers: Vec<WorkerResult>,

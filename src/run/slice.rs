@@ -1,9 +1,10 @@
 //! A crew: one placement's workers at one task count, living through one generation of
 //! rounds. Set up once for it:
 //! forked, pinned, moved into their cgroups, released with one signal, warmed (--warmup) and
-//! frozen. A slice reads a snapshot of the frozen crew, thaws it with one SIGCONT to its
-//! process group, samples on the monotonic clock, freezes it (one SIGSTOP, each worker seen
-//! stopped) and reads a snapshot again; its figures are `after.since(&before)` (snapshot.rs).
+//! parked (park.rs: each worker at an iteration boundary, its counters read by itself). A
+//! slice lets the parked crew go (one FUTEX_WAKE), samples on the monotonic clock, parks it
+//! again and reads a snapshot (the workers' slots, the memcg's files, /proc/stat); its figures
+//! are `after.since(&before)` (snapshot.rs), each worker over its own window, wake to park.
 //! No fork and no warmup per slice, so slices can be short and interleave finely. Fixed work
 //! (--iterations) sets up a crew per slice: each slice is one whole run, release to last finish.
 
@@ -11,13 +12,13 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use anyhow::{Result, anyhow, bail};
-use nix::sys::signal::Signal;
 use nix::unistd::getpid;
 
-use super::control::{check_interrupt, freeze, freeze_these, take_paused, wait_ready, wait_until};
+use super::control::{check_interrupt, take_paused, wait_ready, wait_until};
+use super::park;
 use super::result::HarnessTimes;
 use super::slots::{STATE_DONE, Slots};
-use super::snapshot::{Deltas, Snapshot, TaskCounts};
+use super::snapshot::{Deltas, Snapshot};
 use super::workers::Workers;
 use super::{KernelCountSource, Mode, Notice, Progress, RunSpec, Sample, SliceResult, Tick, WorkerResult, signals};
 use crate::cgroup::layout::cgroup_of;
@@ -25,7 +26,7 @@ use crate::cgroup::{Hierarchy, Leaf};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::memcg;
 use crate::measure::perf::WorkerPerf;
-use crate::measure::procfs::{StealFile, WorkerFiles};
+use crate::measure::procfs::StealFile;
 use crate::measure::sampling::WorkerSampler;
 use crate::measure::stacks::ProfileCounts;
 use crate::workload;
@@ -45,9 +46,6 @@ const START_TIMEOUT_NS: u64 = 20_000_000_000;
 /// settling. What the settling window costs per fault, against the measured window, is the
 /// switch's cost (`HarnessTimes::settle_*`, scripts/bench-noise).
 const SETTLE_NS: u64 = 500_000;
-
-/// How many times a crew found running after its freeze is frozen and read again.
-const FROZEN_READS: usize = 3;
 
 /// A slice overran (the harness was stopped, its rate not comparable) when it measured more
 /// than 10% of its slice plus OVERRUN_SLACK_NS longer. The slack is the harness's own lateness,
@@ -75,25 +73,14 @@ pub struct SliceSpec<'a> {
     pub warmup: std::time::Duration,
 }
 
-/// The clock stamps of a slice: release (or thaw), and the moment every worker was seen
-/// stopped. Not when SIGSTOP was sent: a worker waiting for its CPU then takes the stop only
-/// once it runs, and its wait until then is in its counters (a slice's time split summed to
-/// 3.7 times the slice under load when it ended at the signal).
-#[derive(Debug, Clone, Copy)]
-pub struct Timing {
-    pub started_ns: u64,
-    pub stopped_ns: u64,
-}
-
 /// One placement's workers at one task count, and the counters opened on them.
 pub struct Crew {
     slots: Slots,
     workers: Workers,
     cpus: Vec<usize>,
     mode: Mode,
-    /// Every counter file a snapshot reads, opened once: each worker's /proc files, its
-    /// cgroups' memcg counters, /proc/stat.
-    worker_files: Vec<WorkerFiles>,
+    /// Every counter file a snapshot reads, opened once: its cgroups' memcg counters,
+    /// /proc/stat. Each worker reads its own (park.rs).
     memcg_files: memcg::CounterFiles,
     steal_file: StealFile,
     /// `siblings:N`: each worker's cgroup, for its row.
@@ -107,12 +94,11 @@ pub struct Crew {
     /// When each worker entered its loop, from the crew's release.
     start_offsets_ns: Vec<u64>,
     start_skew_ns: u64,
-    /// Fork to frozen after warmup; reported with the crew's first slice only.
+    /// Fork to parked after warmup; reported with the crew's first slice only.
     set_up_ns: Option<u64>,
-    /// The loop counters and scheduler times of the crew's last reading, which a frozen crew
-    /// keeps until its next thaw: the settling window starts from them without reading every
-    /// worker's schedstat again (a read a worker a slice, serial, at 224 workers).
-    frozen_at: Option<Snapshot>,
+    /// The crew's last reading, which a parked crew keeps until it runs again: the settling
+    /// window starts from it.
+    parked_at: Option<Snapshot>,
 }
 
 impl Crew {
@@ -134,7 +120,8 @@ impl Crew {
             crew.workers.signal_all(signals::START_SIGNAL)?;
             crew.wait_started(released_ns)?;
             wait_until(monotonic_ns() + request.warmup.as_nanos() as u64, &mut crew.workers, &crew.slots)?;
-            let _ = freeze(&mut crew.workers, &crew.slots)?;
+            park::park(&mut crew.workers, &crew.slots)?;
+            crew.parked_at = Some(crew.snapshot()?);
         }
         crew.set_up_ns = Some(monotonic_ns() - begun_ns);
         Ok(crew)
@@ -173,13 +160,9 @@ impl Crew {
             false => leaf.siblings.iter().map(|s| s.fs_path.clone()).collect(),
         };
         let tids: Vec<i32> = (0..count).map(|i| slots.get(i).tid.load(Ordering::Relaxed)).collect();
-        let worker_files = (0..count)
-            .map(|i| WorkerFiles::open(workers.process_of(i).as_raw(), tids[i], spec.mode == Mode::Process))
-            .collect::<std::io::Result<_>>()?;
         let dirs: Vec<&std::path::Path> = memcg_dirs.iter().map(PathBuf::as_path).collect();
         Ok(Crew {
             memcg_files: memcg::CounterFiles::open(&leaf.fs_path, &dirs)?,
-            worker_files,
             steal_file: StealFile::open()?,
             tids,
             slots,
@@ -196,7 +179,7 @@ impl Crew {
             start_offsets_ns: vec![0; count],
             start_skew_ns: 0,
             set_up_ns: None,
-            frozen_at: None,
+            parked_at: None,
         })
     }
 
@@ -240,8 +223,8 @@ impl Crew {
         self.cpus.len()
     }
 
-    /// One slice: a time-based crew is thawed for --duration / --slices, a fixed-work crew
-    /// released for its whole run; either is frozen before its counters are read.
+    /// One slice: a parked crew is let go for --duration / --slices, a fixed-work crew
+    /// released for its whole run; either is parked (or done) before its counters are read.
     pub fn measure(&mut self, spec: &RunSpec, progress: &mut dyn Progress) -> Result<SliceResult> {
         check_interrupt()?;
         take_paused();
@@ -249,22 +232,26 @@ impl Crew {
             return Err(self.workers.died(&self.slots, dead).into());
         }
         let fixed = spec.settings.fixed_iterations.is_some();
-        let (settle_on_cpu_ns, settle_faults, before, read_ns) = match fixed {
-            true => (0, 0, self.snapshot()?, None),
-            false => {
-                let (on_cpu_ns, faults, settled, read_ns) = self.settle()?;
-                (on_cpu_ns, faults, settled, Some(read_ns))
-            }
+        let (settle_on_cpu_ns, settle_faults, before) = match fixed {
+            true => (0, 0, self.snapshot()?),
+            false => self.settle()?,
         };
         self.enable_sampling()?;
-        let started_ns = read_ns.unwrap_or_else(monotonic_ns);
-        self.workers.signal_all(if fixed { signals::START_SIGNAL } else { Signal::SIGCONT })?;
-        let thawed_ns = monotonic_ns();
+        let asked_ns = monotonic_ns();
+        let started_ns = match fixed {
+            true => {
+                self.workers.signal_all(signals::START_SIGNAL)?;
+                monotonic_ns()
+            }
+            false => park::resume(&self.slots),
+        };
         let samples = self.sample(spec, started_ns, &before, progress)?;
-        // Stop: SIGSTOP freezes every worker at once; counters are read while they are frozen
-        // so loop, perf, per-task and memcg counts describe the same instant.
         let stopped_ns = monotonic_ns();
-        let (frozen_ns, after, stopped_late) = self.freeze_and_read()?;
+        let parked_ns = match fixed {
+            true => stopped_ns,
+            false => park::park(&mut self.workers, &self.slots)?,
+        };
+        let after = self.snapshot()?;
         let read_ns = monotonic_ns();
         if fixed {
             self.note_starts(started_ns);
@@ -272,134 +259,68 @@ impl Crew {
         let profile = self.name_profile();
         let harness = HarnessTimes {
             set_up_ns: self.set_up_ns.take(),
-            thaw_ns: thawed_ns - started_ns,
-            freeze_ns: frozen_ns - stopped_ns,
-            snapshot_ns: read_ns - frozen_ns,
+            thaw_ns: started_ns - asked_ns,
+            freeze_ns: parked_ns - stopped_ns,
+            snapshot_ns: read_ns - parked_ns,
             settle_on_cpu_ns,
             settle_faults,
         };
-        let facts = self.facts(spec, Timing { started_ns, stopped_ns: frozen_ns });
+        let facts = self.facts(spec, &after);
         let run = figures(&facts, after.since(&before, &self.cpus), samples)?;
-        self.frozen_at = Some(after);
-        // A slice an outside SIGCONT kept running past its end (a second SIGSTOP, a second
-        // freeze) measured a window of another length than its pair's: flagged, in no figure.
-        let overran = run.overran || stopped_late;
-        Ok(SliceResult { profile, harness: Some(harness), overran, ..run })
+        self.parked_at = Some(after);
+        Ok(SliceResult { profile, harness: Some(harness), ..run })
     }
 
-    /// The unmeasured settling window before a timed slice (SETTLE_NS): the crew thawed and
-    /// frozen again; returns what its workers spent on their CPUs and the faults they took
-    /// there, the snapshot the measured window starts from, and when its reading ended.
-    fn settle(&mut self) -> Result<(u64, u64, Snapshot, u64)> {
-        let parked = match self.frozen_at.take() {
-            Some(frozen) => frozen,
-            None => self.loop_and_cpu_times(),
+    /// The unmeasured settling window before a timed slice (SETTLE_NS): the crew let go and
+    /// parked again; returns what its workers spent on their CPUs and the faults they took
+    /// there, and the snapshot the measured window starts from.
+    fn settle(&mut self) -> Result<(u64, u64, Snapshot)> {
+        let parked = match self.parked_at.take() {
+            Some(parked) => parked,
+            None => self.snapshot()?,
         };
-        self.workers.signal_all(Signal::SIGCONT)?;
+        park::resume(&self.slots);
         wait_until(monotonic_ns() + SETTLE_NS, &mut self.workers, &self.slots)?;
-        let (_, settled, _) = self.freeze_and_read()?;
-        // The measured window opens here, at the reading's end, not at the thaw: a worker an
-        // outside SIGCONT sets running from now on (on one CPU it runs at once, for a whole
-        // turn) is inside the window it is counted in.
-        let read_ns = monotonic_ns();
+        park::park(&mut self.workers, &self.slots)?;
+        let settled = self.snapshot()?;
         let deltas = settled.since(&parked, &self.cpus);
         let on_cpu_ns = deltas.workers.iter().map(|w| w.on_cpu_ns.unwrap_or(0)).sum();
         let faults = deltas.workers.iter().map(|w| w.iterations * self.per_iteration).sum();
-        Ok((on_cpu_ns, faults, settled, read_ns))
+        Ok((on_cpu_ns, faults, settled))
     }
 
-    /// What the figures of a slice need besides the counters.
-    fn facts(&self, spec: &RunSpec, timing: Timing) -> SliceFacts {
+    /// What the figures of a slice need besides the counters: each worker's window is its own,
+    /// from the stamps of the reading that ends it (fixed work: loop entry to finish).
+    fn facts(&self, spec: &RunSpec, after: &Snapshot) -> SliceFacts {
+        let fixed = spec.settings.fixed_iterations.is_some();
         let stamps = |get: fn(&super::slots::Slot) -> u64| (0..self.count()).map(|i| get(self.slots.get(i))).collect();
+        let (start_times, finish_times): (Vec<u64>, Vec<u64>) = match fixed {
+            true => (stamps(|s| s.start_ns.load(Ordering::Relaxed)), stamps(|s| s.finish_ns.load(Ordering::Relaxed))),
+            false => after.windows.iter().copied().unzip(),
+        };
+        let start_skew_ns = match fixed {
+            true => self.start_skew_ns,
+            false => start_times.iter().max().unwrap_or(&0) - start_times.iter().min().unwrap_or(&0),
+        };
         SliceFacts {
             cpus: self.cpus.clone(),
             tids: self.tids.clone(),
             per_iteration: self.per_iteration,
             duration_ns: spec.duration.as_nanos() as u64,
-            fixed: spec.settings.fixed_iterations.is_some(),
+            fixed,
             source: self.source,
-            timing,
-            start_times: stamps(|s| s.start_ns.load(Ordering::Relaxed)),
-            finish_times: stamps(|s| s.finish_ns.load(Ordering::Relaxed)),
+            start_times,
+            finish_times,
             start_offsets_ns: self.start_offsets_ns.clone(),
-            start_skew_ns: self.start_skew_ns,
+            start_skew_ns,
             paused: take_paused(),
             worker_cgroups: self.worker_cgroups.clone(),
         }
     }
 
-    /// One worker's fault and CPU-time counts from /proc (see `TaskCounts`), and in process
-    /// mode its waited-for children's CPU time in ns, from the same stat line.
-    fn task_counts(&mut self, index: usize) -> (Option<TaskCounts>, Option<u64>, Option<char>) {
-        let Some(s) = self.worker_files[index].stat() else { return (None, None, None) };
-        match self.mode {
-            Mode::Process => (
-                Some(TaskCounts {
-                    minflt: s.minflt + s.children_minflt,
-                    user_us: s.user_us + s.children_user_us,
-                    sys_us: s.sys_us + s.children_sys_us,
-                }),
-                Some((s.children_user_us + s.children_sys_us) * 1000),
-                Some(s.state),
-            ),
-            Mode::Thread => {
-                (Some(TaskCounts { minflt: s.minflt, user_us: s.user_us, sys_us: s.sys_us }), None, Some(s.state))
-            }
-        }
-    }
-
-    /// The loop counters and the scheduler's times alone: what the settling window needs.
-    fn loop_and_cpu_times(&mut self) -> Snapshot {
-        let count = self.count();
-        Snapshot {
-            iterations: (0..count).map(|i| self.slots.get(i).iterations.load(Ordering::Relaxed)).collect(),
-            counts: vec![None; count],
-            sched: self.worker_files.iter_mut().map(WorkerFiles::sched).collect(),
-            ..Snapshot::default()
-        }
-    }
-
-    /// Freezes the crew and reads its snapshot, checked to be of a frozen crew: a worker an
-    /// outside SIGCONT set running after the freeze saw it stopped would move its counters
-    /// while they are read (with `kill -CONT` in a loop a worker's time on CPU came to 2.07
-    /// times its slice). Such a crew is frozen again, waiting for the workers that ran alone
-    /// (the others stayed stopped and report nothing new), and read again, up to FROZEN_READS
-    /// times; then the slice fails, naming the workers that kept running. Returns when the
-    /// freeze that held ended, with the snapshot, and whether the freeze ended late for it.
-    fn freeze_and_read(&mut self) -> Result<(u64, Snapshot, bool)> {
-        let mut late = freeze(&mut self.workers, &self.slots)?;
-        let mut running: Vec<usize> = Vec::new();
-        for read in 1..=FROZEN_READS {
-            if read > 1 {
-                let mut processes: Vec<usize> =
-                    running.iter().map(|&slot| self.workers.process_index_of(slot)).collect();
-                processes.dedup();
-                freeze_these(&mut self.workers, &self.slots, &processes)?;
-                late = true;
-            }
-            let frozen_ns = monotonic_ns();
-            let (snapshot, states) = self.snapshot_with_states()?;
-            running = (0..states.len()).filter(|&slot| !matches!(states[slot], Some('T' | 't'))).collect();
-            if running.is_empty() {
-                return Ok((frozen_ns, snapshot, late));
-            }
-        }
-        let named: Vec<String> =
-            running.iter().map(|&slot| format!("worker {} on CPU {}", self.tids[slot], self.cpus[slot])).collect();
-        Err(super::WorkerDied::because(format!(
-            "{} kept running after being frozen {FROZEN_READS} times: something outside sends SIGCONT",
-            named.join(", ")
-        ))
-        .into())
-    }
-
-    /// Every counter of the crew now; the workers are frozen or parked, so nothing moves.
+    /// Every counter of the crew now, parked or done (nothing moves): each worker's own
+    /// reading from its slot, its perf counters, the memcg's files and /proc/stat.
     fn snapshot(&mut self) -> Result<Snapshot> {
-        Ok(self.snapshot_with_states()?.0)
-    }
-
-    /// A snapshot, and each worker's scheduler state as its stat line read there said.
-    fn snapshot_with_states(&mut self) -> Result<(Snapshot, Vec<Option<char>>)> {
         let perf = self
             .perf
             .iter_mut()
@@ -407,38 +328,23 @@ impl Crew {
             .collect::<std::io::Result<_>>()
             .map_err(|e| anyhow!("reading perf counters: {e}"))?;
         let (memcg, psi_scope) = self.memcg_files.read();
-        // The loop counters and scheduler times are read as the settling window reads them.
-        let Snapshot { iterations, sched, .. } = self.loop_and_cpu_times();
-        let steal_ns = self.steal_file.read();
-        // Each stat line read last and once: its counts, and the worker's state after every
-        // other counter was read. A worker an outside SIGCONT set running at any moment since
-        // the freeze is still running here (only the harness stops it again), so it is caught;
-        // a second read of every stat line for the state alone cost a read a worker a snapshot.
-        let (counts, children_ns, states) = (0..self.count()).map(|i| self.task_counts(i)).fold(
-            (Vec::new(), Vec::new(), Vec::new()),
-            |(mut counts, mut children, mut states), (c, n, s)| {
-                counts.push(c);
-                children.push(n);
-                states.push(s);
-                (counts, children, states)
-            },
-        );
-        let snapshot = Snapshot {
-            iterations,
-            counts,
+        let readings: Vec<_> = (0..self.count()).map(|i| self.slots.get(i).reading()).collect();
+        Ok(Snapshot {
+            iterations: (0..self.count()).map(|i| self.slots.get(i).iterations.load(Ordering::Relaxed)).collect(),
+            counts: readings.iter().map(|r| Some(r.counts)).collect(),
             perf,
-            sched,
+            sched: readings.iter().map(|r| r.sched).collect(),
             children_ns: match self.mode {
-                Mode::Process => children_ns,
+                Mode::Process => readings.iter().map(|r| r.children_ns).collect(),
                 Mode::Thread => Vec::new(),
             },
-            steal_ns,
+            windows: readings.iter().map(|r| (r.resumed_ns, r.parked_ns)).collect(),
+            steal_ns: self.steal_file.read(),
             // memory.stat read once: `CounterFiles::read` parsed pgfault with the rest.
             memcg_pgfault: memcg.stat.pgfault,
             memcg,
             psi_scope,
-        };
-        Ok((snapshot, states))
+        })
     }
 
     /// Sampling covers the measured span only.
@@ -546,8 +452,8 @@ pub struct SliceFacts {
     pub duration_ns: u64,
     pub fixed: bool,
     pub source: KernelCountSource,
-    pub timing: Timing,
-    /// --iterations: each worker's loop entry and finish stamps (CLOCK_MONOTONIC ns).
+    /// Each worker's window (CLOCK_MONOTONIC ns): its wake to its park, or with --iterations
+    /// its loop entry to its finish.
     pub start_times: Vec<u64>,
     pub finish_times: Vec<u64>,
     pub start_offsets_ns: Vec<u64>,
@@ -559,13 +465,16 @@ pub struct SliceFacts {
 
 /// A slice's figures from the counters' differences: pure, so tested without root.
 pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> Result<SliceResult> {
-    let Timing { started_ns, stopped_ns } = facts.timing;
+    let spans: Vec<u64> =
+        facts.start_times.iter().zip(&facts.finish_times).map(|(start, end)| end.saturating_sub(*start)).collect();
     // Fixed work is timed as `time` timed the 2011 runs: first start to last finish, from the
-    // workers' own clock stamps.
+    // workers' own clock stamps. A timed slice's workers each measured their own window, wake
+    // to park, which differ by up to an iteration: the slice's time is their mean, so the
+    // crew's rate is its faults over it, and neither the wake's nor the park's tail is in it.
     let elapsed_ns = match facts.fixed {
         true => (facts.finish_times.iter().max().copied().unwrap_or(0))
             .saturating_sub(facts.start_times.iter().min().copied().unwrap_or(0)),
-        false => stopped_ns.saturating_sub(started_ns),
+        false => spans.iter().sum::<u64>() / spans.len().max(1) as u64,
     };
     let iterations: Vec<u64> = deltas.workers.iter().map(|w| w.iterations).collect();
     samples.push(Sample { elapsed_ns, iterations });
@@ -574,11 +483,8 @@ pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> 
         .iter()
         .enumerate()
         .map(|(index, delta)| {
-            let span_ns = match facts.fixed {
-                // A worker with fixed work is measured over its own span: parked, it needs no CPU.
-                true => facts.finish_times[index].saturating_sub(facts.start_times[index]),
-                false => stopped_ns.saturating_sub(started_ns),
-            };
+            // Each worker over its own window: parked, it needs no CPU.
+            let span_ns = spans[index];
             let counts =
                 delta.counts.ok_or_else(|| anyhow!("could not read /proc for worker {}", facts.tids[index]))?;
             let perf = delta.perf.filter(|_| facts.source == KernelCountSource::Perf);
@@ -604,6 +510,7 @@ pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> 
                 sys_us: counts.sys_us,
                 start_offset_ns: facts.start_offsets_ns.get(index).copied().unwrap_or(0),
                 cgroup_path: facts.worker_cgroups.as_ref().map(|paths| paths[index].clone()),
+                span_ns,
             })
         })
         .collect::<Result<Vec<_>>>()?;
@@ -670,7 +577,7 @@ fn open_perf(tids: &[i32], warn: &mut dyn FnMut(Notice)) -> Result<(Vec<WorkerPe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::snapshot::WorkerDelta;
+    use crate::run::snapshot::{TaskCounts, WorkerDelta};
 
     #[test]
     fn a_slice_overran_past_ten_percent_and_50_ms() {
@@ -688,6 +595,11 @@ mod tests {
     }
 
     fn facts(fixed: bool) -> SliceFacts {
+        let (start_times, finish_times) = match fixed {
+            true => (vec![2_000, 2_500, 3_000], vec![50_002_000, 60_002_500, 40_003_000]),
+            // Timed: each worker's window, wake to park, 100 ms.
+            false => (vec![1_000_000_000; 3], vec![1_100_000_000; 3]),
+        };
         SliceFacts {
             cpus: vec![0, 0, 1],
             tids: vec![11, 12, 13],
@@ -695,9 +607,8 @@ mod tests {
             duration_ns: 100_000_000,
             fixed,
             source: KernelCountSource::Minflt,
-            timing: Timing { started_ns: 1_000_000_000, stopped_ns: 1_100_000_000 },
-            start_times: vec![2_000, 2_500, 3_000],
-            finish_times: vec![50_002_000, 60_002_500, 40_003_000],
+            start_times,
+            finish_times,
             start_offsets_ns: vec![10, 20, 30],
             start_skew_ns: 20,
             paused: false,
@@ -738,6 +649,23 @@ mod tests {
     }
 
     #[test]
+    fn a_timed_slice_is_the_mean_of_the_workers_own_windows() {
+        // Parked at their own iteration boundaries: 90, 100 and 110 ms from their own wakes,
+        // the last woken 1 ms late (the wake's tail is no one's window).
+        let mut own = facts(false);
+        own.start_times = vec![1_000_000_000, 1_000_000_000, 1_001_000_000];
+        own.finish_times = vec![1_090_000_000, 1_100_000_000, 1_111_000_000];
+        let run = figures(&own, deltas(), Vec::new()).unwrap();
+        assert_eq!(run.elapsed_ns, 100_000_000);
+        assert_eq!(run.workers[2].span_ns, 110_000_000);
+        // Worker 2 ran 100 ms of its 110: its share is over its own window, and what it was
+        // not on its CPU (10 ms) is blocked time; worker 0's 90 ms window is not short by 10.
+        assert!((run.workers[2].cpu_share - 100.0 / 110.0).abs() < 1e-9);
+        assert_eq!(run.workers[2].blocked_ns(run.elapsed_ns), Some(10_000_000));
+        assert_eq!(run.workers[0].blocked_ns(run.elapsed_ns), Some(90_000_000 - 30_000_000 - 3_000));
+    }
+
+    #[test]
     fn steal_is_shared_by_time_on_the_cpu() {
         // CPU 0's 4 us of steal goes 3:1 to the worker that ran 30 ms against 10 ms.
         let run = figures(&facts(false), deltas(), Vec::new()).unwrap();
@@ -758,9 +686,9 @@ mod tests {
     #[test]
     fn a_late_stop_overruns_only_past_the_slack_and_a_pause_always() {
         let mut late = facts(false);
-        late.timing.stopped_ns = late.timing.started_ns + 150_000_000;
+        late.finish_times = vec![1_150_000_000; 3];
         assert!(!figures(&late, deltas(), Vec::new()).unwrap().overran, "40 ms late is a wakeup's latency");
-        late.timing.stopped_ns = late.timing.started_ns + 170_000_000;
+        late.finish_times = vec![1_170_000_000; 3];
         assert!(figures(&late, deltas(), Vec::new()).unwrap().overran);
         let mut paused = facts(true);
         paused.paused = true;

@@ -1,9 +1,51 @@
-//! Per-worker slots in one shared anonymous mapping: the loop counter the harness samples and
-//! the handshake fields of the start protocol. Each slot is 256 bytes, 128-aligned, so two
-//! workers' counters never share a cache line (nor an adjacent-line prefetch pair).
+//! The crew's shared mapping: one `Control` (the park protocol's two futex words) and a slot
+//! per worker, with the loop counter the harness samples, the handshake fields of the start
+//! protocol and the worker's own reading of its counters at its last park. Slots are
+//! 128-aligned, so two workers' counters never share a cache line (nor an adjacent-line
+//! prefetch pair), nor a worker's counter the control words every worker reads.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+
+use super::snapshot::TaskCounts;
+use crate::measure::procfs::SchedTimes;
+
+/// The park protocol (run/park.rs, run/worker.rs): `command` counts the harness's requests, odd
+/// while it asks the crew to park, even while the crew runs; `parked` counts the workers that
+/// took their reading for the current odd command and wait on `command`.
+#[repr(C, align(128))]
+#[derive(Default)]
+pub struct Control {
+    pub command: AtomicU32,
+    pub parked: AtomicU32,
+}
+
+/// A field of `Reading` no source gave (no schedstat, no children): never a real count.
+pub const UNKNOWN: u64 = u64::MAX;
+
+/// What a worker reads of itself at a park (or before it reports ready, and when its fixed work
+/// is done): written by the worker only, before it publishes the park (or state) with Release;
+/// read by the harness only after seeing that with Acquire.
+#[repr(C)]
+#[derive(Default)]
+pub struct Reading {
+    /// CLOCK_MONOTONIC ns when it took this reading: its window's end.
+    pub parked_ns: AtomicU64,
+    /// CLOCK_MONOTONIC ns when it left its previous park: its window's start.
+    pub resumed_ns: AtomicU64,
+    /// schedstat: on its CPU, waiting for it (run_delay), timeslices; UNKNOWN for the last
+    /// two where the kernel keeps no schedstat and its CPU clock stood in.
+    pub on_cpu_ns: AtomicU64,
+    pub wait_ns: AtomicU64,
+    pub timeslices: AtomicU64,
+    /// getrusage: its minor faults and user and system time, the waited-for children's added
+    /// in process mode (a forking workload's children do its faulting).
+    pub minflt: AtomicU64,
+    pub user_us: AtomicU64,
+    pub sys_us: AtomicU64,
+    /// Process mode: the waited-for children's CPU time; UNKNOWN in thread mode.
+    pub children_ns: AtomicU64,
+}
 
 // A worker's state, 0 (zeroed memory) until it reports: ready, then failed or (fixed work)
 // done. A running worker stays `ready`: its start shows in `start_ns`.
@@ -24,6 +66,9 @@ pub struct Slot {
     pub start_ns: AtomicU64,
     /// --iterations: CLOCK_MONOTONIC ns at which the worker finished its fixed work.
     pub finish_ns: AtomicU64,
+    /// The odd command this worker last parked for (Control::command).
+    pub parked_for: AtomicU32,
+    pub reading: Reading,
     message_len: AtomicU32,
     message: UnsafeCell<[u8; MESSAGE_BYTES]>,
 }
@@ -54,8 +99,57 @@ impl Slot {
     }
 }
 
+/// A worker's reading of itself, as plain values (see `Reading`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OwnReading {
+    pub parked_ns: u64,
+    pub resumed_ns: u64,
+    pub sched: Option<SchedTimes>,
+    pub counts: TaskCounts,
+    pub children_ns: Option<u64>,
+}
+
+impl Slot {
+    /// Called by the slot's worker only, before it publishes the reading.
+    pub fn store_reading(&self, own: &OwnReading) {
+        let r = &self.reading;
+        let known = |v: Option<u64>| v.unwrap_or(UNKNOWN);
+        r.parked_ns.store(own.parked_ns, Ordering::Relaxed);
+        r.resumed_ns.store(own.resumed_ns, Ordering::Relaxed);
+        r.on_cpu_ns.store(own.sched.map_or(UNKNOWN, |s| s.on_cpu_ns), Ordering::Relaxed);
+        r.wait_ns.store(known(own.sched.and_then(|s| s.wait_ns)), Ordering::Relaxed);
+        r.timeslices.store(known(own.sched.and_then(|s| s.timeslices)), Ordering::Relaxed);
+        r.minflt.store(own.counts.minflt, Ordering::Relaxed);
+        r.user_us.store(own.counts.user_us, Ordering::Relaxed);
+        r.sys_us.store(own.counts.sys_us, Ordering::Relaxed);
+        r.children_ns.store(known(own.children_ns), Ordering::Relaxed);
+    }
+
+    /// The reading last published (see `Reading` on when it may be read).
+    pub fn reading(&self) -> OwnReading {
+        let r = &self.reading;
+        let load = |a: &AtomicU64| Some(a.load(Ordering::Relaxed)).filter(|&v| v != UNKNOWN);
+        OwnReading {
+            parked_ns: r.parked_ns.load(Ordering::Relaxed),
+            resumed_ns: r.resumed_ns.load(Ordering::Relaxed),
+            sched: load(&r.on_cpu_ns).map(|on_cpu_ns| SchedTimes {
+                on_cpu_ns,
+                wait_ns: load(&r.wait_ns),
+                timeslices: load(&r.timeslices),
+            }),
+            counts: TaskCounts {
+                minflt: r.minflt.load(Ordering::Relaxed),
+                user_us: r.user_us.load(Ordering::Relaxed),
+                sys_us: r.sys_us.load(Ordering::Relaxed),
+            },
+            children_ns: load(&r.children_ns),
+        }
+    }
+}
+
 /// The shared mapping. Created before fork; workers inherit it.
 pub struct Slots {
+    control: *mut Control,
     base: *mut Slot,
     count: usize,
 }
@@ -69,7 +163,7 @@ unsafe impl Sync for Slots {}
 
 impl Slots {
     pub fn new(count: usize) -> std::io::Result<Self> {
-        let bytes = count.max(1) * std::mem::size_of::<Slot>();
+        let bytes = Self::bytes(count);
         // SAFETY: a fresh shared anonymous mapping; all-zero bytes are valid for every field.
         let base = unsafe {
             libc::mmap(
@@ -84,7 +178,23 @@ impl Slots {
         if base == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        Ok(Slots { base: base as *mut Slot, count })
+        let control = base as *mut Control;
+        // SAFETY: the slots follow the control block; size_of::<Control>() keeps their alignment.
+        let slots = unsafe { control.add(1) as *mut Slot };
+        Ok(Slots { control, base: slots, count })
+    }
+
+    fn bytes(count: usize) -> usize {
+        std::mem::size_of::<Control>() + count.max(1) * std::mem::size_of::<Slot>()
+    }
+
+    pub fn control(&self) -> &Control {
+        // SAFETY: the start of the live mapping; all-zero bytes are a valid Control.
+        unsafe { &*self.control }
+    }
+
+    pub fn count(&self) -> usize {
+        self.count
     }
 
     pub fn get(&self, index: usize) -> &Slot {
@@ -97,7 +207,7 @@ impl Slots {
 impl Drop for Slots {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`, with its size.
-        unsafe { libc::munmap(self.base as *mut libc::c_void, self.count.max(1) * std::mem::size_of::<Slot>()) };
+        unsafe { libc::munmap(self.control as *mut libc::c_void, Self::bytes(self.count)) };
     }
 }
 
@@ -109,6 +219,11 @@ mod tests {
     fn slots_are_cache_line_isolated() {
         assert_eq!(std::mem::size_of::<Slot>() % 128, 0);
         assert_eq!(std::mem::align_of::<Slot>(), 128);
+        assert_eq!(std::mem::size_of::<Control>(), 128, "the slots after it keep their alignment");
+        let slots = Slots::new(3).unwrap();
+        let control = slots.control() as *const Control as usize;
+        assert_eq!(slots.get(0) as *const Slot as usize - control, 128);
+        assert_eq!(slots.get(2) as *const Slot as usize % 128, 0);
     }
 
     #[test]
@@ -119,5 +234,21 @@ mod tests {
         assert_eq!(slots.get(0).failure().unwrap(), "mmap failed");
         slots.get(1).fail(&"x".repeat(1000));
         assert_eq!(slots.get(1).failure().unwrap().len(), MESSAGE_BYTES);
+    }
+
+    #[test]
+    fn a_reading_round_trips_and_unknown_stays_unknown() {
+        let slots = Slots::new(1).unwrap();
+        let own = OwnReading {
+            parked_ns: 9,
+            resumed_ns: 4,
+            sched: Some(SchedTimes { on_cpu_ns: 5, wait_ns: Some(0), timeslices: None }),
+            counts: TaskCounts { minflt: 7, user_us: 1, sys_us: 2 },
+            children_ns: None,
+        };
+        slots.get(0).store_reading(&own);
+        assert_eq!(slots.get(0).reading(), own);
+        slots.get(0).store_reading(&OwnReading { sched: None, ..own });
+        assert_eq!(slots.get(0).reading().sched, None, "no schedstat and no CPU clock: unknown, not 0");
     }
 }

@@ -1,5 +1,5 @@
 //! Every counter of a crew's workers at one instant, read the same way at both ends of a slice
-//! with the workers frozen, and the difference of two such instants (`Snapshot::since`): pure
+//! with the workers parked (each worker's own reading at its park), and the difference of two such instants (`Snapshot::since`): pure
 //! arithmetic, so a slice's figures are tested on made-up snapshots without root.
 
 use crate::measure::memcg::{Counters, PsiScope};
@@ -28,6 +28,8 @@ pub struct Snapshot {
     pub sched: Vec<Option<SchedTimes>>,
     /// Per worker in process mode, its waited-for children's CPU time; empty in thread mode.
     pub children_ns: Vec<Option<u64>>,
+    /// Per worker, the window its reading ends: (its wake, its park), CLOCK_MONOTONIC ns.
+    pub windows: Vec<(u64, u64)>,
     /// Per CPU number, the hypervisor's steal so far.
     pub steal_ns: Vec<Option<u64>>,
     pub memcg_pgfault: Option<u64>,

@@ -11,6 +11,7 @@ use std::sync::{Condvar, Mutex};
 use nix::sys::signal::SigSet;
 use nix::unistd::{Pid, getppid, setpgid};
 
+use super::park::WorkerParker;
 use super::signals;
 use super::slots::{STATE_DONE, STATE_READY, Slot, Slots};
 use crate::measure::clock::monotonic_ns;
@@ -138,8 +139,8 @@ fn threads(plan: &WorkerPlan) -> ! {
     })
 }
 
-/// One worker, on the calling thread: pin, prepare, report ready, wait for the start, loop.
-/// Returns only with the reason it stopped.
+/// One worker, on the calling thread: pin, prepare, read itself, report ready, wait for the
+/// start, loop (parking when asked). Returns only with the reason it stopped.
 fn worker(plan: &WorkerPlan, slot_index: usize, cpu: usize, gate: &StartGate) -> String {
     let slot: &Slot = plan.slots.get(slot_index);
     // SAFETY: gettid has no preconditions.
@@ -152,19 +153,31 @@ fn worker(plan: &WorkerPlan, slot_index: usize, cpu: usize, gate: &StartGate) ->
     if let Err(e) = workload.prepare() {
         return e;
     }
+    let parker = match WorkerParker::new(plan.slots, slot_index, plan.workers.len() == 1) {
+        Ok(parker) => parker,
+        Err(e) => return e,
+    };
+    // Fixed work's starting point: its counters before the loop.
+    parker.take_reading(monotonic_ns());
     slot.state.store(STATE_READY, Ordering::Release);
 
     if let Err(e) = gate.wait() {
         return e;
     }
-    slot.start_ns.store(monotonic_ns(), Ordering::Relaxed);
-    match workload.run(&workload::Counter::new(&slot.iterations, plan.settings.fixed_iterations)) {
+    let start_ns = monotonic_ns();
+    slot.start_ns.store(start_ns, Ordering::Relaxed);
+    parker.started(start_ns);
+    let park = || parker.park();
+    let counter = workload::Counter::new(&slot.iterations, plan.settings.fixed_iterations, parker.command(), &park);
+    match workload.run(&counter) {
         Err(reason) => reason,
         Ok(()) => {
-            slot.finish_ns.store(monotonic_ns(), Ordering::Relaxed);
+            let finish_ns = monotonic_ns();
+            slot.finish_ns.store(finish_ns, Ordering::Relaxed);
+            parker.take_reading(start_ns);
             slot.state.store(STATE_DONE, Ordering::Release);
-            // Parked, not exited: its counters, rusage and cgroup stay for the harness to read
-            // when the last worker is done, and the other workers go on undisturbed.
+            // Parked, not exited: its cgroup and memory stay as they were for the harness to
+            // read when the last worker is done, and the other workers go on undisturbed.
             loop {
                 // SAFETY: pause only sleeps.
                 unsafe { libc::pause() };

@@ -88,11 +88,6 @@ impl Workers {
         self.processes[self.slot_process[slot]]
     }
 
-    /// The index of the process worker `slot` runs in.
-    pub fn process_index_of(&self, slot: usize) -> usize {
-        self.slot_process[slot]
-    }
-
     pub fn signal_all(&self, signal: Signal) -> Result<()> {
         let group = self.group.expect("at least one worker");
         killpg(group, signal).map_err(|e| anyhow!("sending {signal} to the workers: {e}"))
@@ -127,29 +122,6 @@ impl Workers {
                 self.reaped[process] = true;
             }
             return None;
-        }
-    }
-
-    /// Whether `process` stopped or ended, without blocking: Ok(None) while it has not yet,
-    /// Err(()) where it is gone (reaped before).
-    pub fn poll_stop(&mut self, process: usize) -> Result<Option<libc::c_int>, ()> {
-        let mut status = 0;
-        let pid = self.processes[process].as_raw();
-        // SAFETY: waitpid on our own child with a valid out-pointer.
-        let rc = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED | libc::WNOHANG) };
-        match rc {
-            0 => Ok(None),
-            rc if rc == pid => {
-                if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
-                    self.reaped[process] = true;
-                }
-                Ok(Some(status))
-            }
-            _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => Ok(None),
-            _ => {
-                self.reaped[process] = true;
-                Err(())
-            }
         }
     }
 

@@ -69,6 +69,7 @@ fn run_of(cpus: &[usize], per_worker_rate: f64, elapsed_ns: u64) -> SliceResult 
             timeslices: None,
             steal_ns: None,
             cgroup_path: None,
+            span_ns: elapsed_ns,
         })
         .collect();
     SliceResult {

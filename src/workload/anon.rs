@@ -37,7 +37,7 @@ impl Workload for Anon {
                 libc::munmap(chunk as *mut libc::c_void, self.bytes);
             }
             completed += 1;
-            if !counter.record(completed) {
+            if !counter.end_iteration(completed) {
                 return Ok(());
             }
         }

@@ -88,7 +88,7 @@ impl Workload for Fallocate {
                 place = 0;
             }
             completed += 1;
-            if !counter.record(completed) {
+            if !counter.end_iteration(completed) {
                 return Ok(());
             }
         }

@@ -61,7 +61,7 @@ impl Workload for FileChunk {
                 libc::munmap(chunk as *mut libc::c_void, self.bytes);
             }
             completed += 1;
-            if !counter.record(completed) {
+            if !counter.end_iteration(completed) {
                 return Ok(());
             }
         }

@@ -58,7 +58,7 @@ impl Workload for Fork {
                 }
             }
             completed += 1;
-            if !counter.record(completed) {
+            if !counter.end_iteration(completed) {
                 return Ok(());
             }
         }

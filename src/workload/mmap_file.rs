@@ -33,7 +33,7 @@ impl Workload for MmapFile {
             // SAFETY: the mapping just made.
             unsafe { libc::munmap(page as *mut libc::c_void, self.page_size) };
             completed += 1;
-            if !counter.record(completed) {
+            if !counter.end_iteration(completed) {
                 return Ok(());
             }
         }

@@ -20,7 +20,7 @@ mod usemem;
 mod usemem_file;
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 /// The workloads, in the order of their rows in `WORKLOADS`, where each is described.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -489,11 +489,15 @@ pub struct Counter<'a> {
     completed: &'a AtomicU64,
     /// u64::MAX for a timed run: never reached.
     limit: u64,
+    /// The crew's command word: odd while the harness asks its workers to park.
+    command: &'a AtomicU32,
+    /// Parks the worker: reads its counters, waits until the harness lets it go on.
+    park: &'a dyn Fn(),
 }
 
 impl<'a> Counter<'a> {
-    pub fn new(completed: &'a AtomicU64, limit: Option<u64>) -> Self {
-        Counter { completed, limit: limit.unwrap_or(u64::MAX) }
+    pub fn new(completed: &'a AtomicU64, limit: Option<u64>, command: &'a AtomicU32, park: &'a dyn Fn()) -> Self {
+        Counter { completed, limit: limit.unwrap_or(u64::MAX), command, park }
     }
 
     /// Publishes `completed` iterations; false once the fixed work is done. One writer per
@@ -503,6 +507,25 @@ impl<'a> Counter<'a> {
     pub fn record(&self, completed: u64) -> bool {
         self.completed.store(completed, std::sync::atomic::Ordering::Relaxed);
         completed < self.limit
+    }
+
+    /// The loop is at an iteration boundary, holding none of the iteration's memory (after its
+    /// munmap): where the worker parks when the harness asks, so a window holds whole
+    /// iterations and a parked crew holds no workload memory. One load of a read-shared word.
+    #[inline(always)]
+    pub fn boundary(&self) {
+        if self.command.load(std::sync::atomic::Ordering::Relaxed) & 1 == 1 {
+            (self.park)();
+        }
+    }
+
+    /// `record` and `boundary` together, for a loop that counts whole iterations; false once
+    /// the fixed work is done.
+    #[inline(always)]
+    pub fn end_iteration(&self, completed: u64) -> bool {
+        let more = self.record(completed);
+        self.boundary();
+        more
     }
 }
 

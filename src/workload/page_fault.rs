@@ -78,6 +78,7 @@ impl Workload for PageFault {
             if done {
                 return Ok(());
             }
+            counter.boundary();
         }
     }
 }

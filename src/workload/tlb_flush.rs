@@ -54,6 +54,7 @@ impl Workload for TlbFlush {
             if done {
                 return Ok(());
             }
+            counter.boundary();
         }
     }
 }

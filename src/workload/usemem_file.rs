@@ -63,6 +63,7 @@ impl Workload for UsememFile {
             if done {
                 return Ok(());
             }
+            counter.boundary();
         }
     }
 }
