@@ -22,11 +22,16 @@ const MIN_DURATION: Duration = Duration::from_millis(100);
 /// `--slices auto`: the slice length from this --duration on.
 const AUTO_SLICING_FROM: Duration = Duration::from_secs(5);
 const AUTO_SLICE_S: f64 = 0.025;
-/// `--slices auto`: at least this much slice a worker of the largest crew. The harness freezes,
-/// reads (two stat and two schedstat reads a worker) and thaws each crew serially, about 12 us
-/// a worker a slice: 0.6 ms a worker keeps that near 2% of the slice (25 ms up to 41 workers,
-/// 134 ms at 224, 269 ms at 448).
-const AUTO_SLICE_PER_WORKER_S: f64 = 0.0006;
+/// `--slices auto`: a slice spans at least this many of the loop's iterations. A crew parks at
+/// its workers' iteration boundaries, so its park waits for the slowest worker to finish the
+/// iteration it is in (half of one on average, twice a slice with the settling window): at 20
+/// that tail stays near 2.5% of the slice where the iteration dominates (page_fault1's 128
+/// MiB: 0.66 s slices).
+const AUTO_ITERATIONS_PER_SLICE: f64 = 20.0;
+/// What auto assumes one page of an iteration takes on a native CPU, fault and unmap (page_fault1
+/// measured 0.3-1 us a page on the development VM); a worker sharing its CPU takes longer by the
+/// sharing.
+const AUTO_PAGE_S: f64 = 1e-6;
 /// The most slices `auto` makes (100 s at 0.025 s) and `--slices` takes.
 const MAX_SLICES: u32 = 4000;
 /// The shortest slice: below it the freeze and thaw are a visible part of the slice.
@@ -88,13 +93,15 @@ impl RunOptions {
             Some(text) => parse_task_counts(text)?,
         };
         let most_tasks = task_counts.iter().copied().max().unwrap_or(1);
+        let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
+        let memory = WorkloadMemory::from_args(args, page_size)?;
         if args.slices.trim() == "auto" && timing.iterations.is_none() && timing.duration >= AUTO_SLICING_FROM {
-            timing.slices = auto_slices(timing.duration, most_tasks, most_tasks.div_ceil(cpus.len().max(1)));
+            let workload = WorkloadKind::from(args.workload);
+            let pages = workload.pages_per_iteration(memory.chunk_bytes, memory.size_bytes, page_size);
+            timing.slices = auto_slices(timing.duration, pages, most_tasks.div_ceil(cpus.len().max(1)));
         }
         check_siblings(&placements, &task_counts, args.mode.into())?;
         check_turns(&timing, &task_counts, cpus.len())?;
-        let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
-        let memory = WorkloadMemory::from_args(args, page_size)?;
         check_inodes(args, &memory.tmpdir, task_counts.iter().max().copied().unwrap_or(1) * placements.len())?;
         check_space(args, &memory, task_counts.iter().max().copied().unwrap_or(1) * placements.len())?;
         let profile_dir = profile_dir(args)?;
@@ -288,13 +295,15 @@ fn check_turns(timing: &Timing, task_counts: &[usize], cpus: usize) -> Result<()
     Ok(())
 }
 
-/// `--slices auto` from AUTO_SLICING_FROM: 25 ms slices, longer where the largest crew's
-/// `most_tasks` workers would make the harness's share of a slice pass about 2%.
-fn auto_slices(duration: Duration, most_tasks: usize, per_cpu: usize) -> u32 {
+/// `--slices auto` from AUTO_SLICING_FROM: 25 ms slices, longer where an iteration of the loop
+/// (`pages` from boundary to boundary, `per_cpu` workers sharing each CPU) would make the park's
+/// tail pass about 2.5% of a slice.
+fn auto_slices(duration: Duration, pages: u64, per_cpu: usize) -> u32 {
     // And a scheduler turn for each worker sharing a CPU, with a tenth to spare: what
     // `check_turns` asks of a slice, so auto never makes slices it refuses.
     let turns_s = per_cpu as f64 * SCHEDULER_TURN.as_secs_f64() * 1.1;
-    let slice_s = AUTO_SLICE_S.max(most_tasks as f64 * AUTO_SLICE_PER_WORKER_S).max(turns_s);
+    let iterations_s = AUTO_ITERATIONS_PER_SLICE * pages as f64 * AUTO_PAGE_S * per_cpu as f64;
+    let slice_s = AUTO_SLICE_S.max(iterations_s).max(turns_s);
     ((duration.as_secs_f64() / slice_s).round().max(1.0) as u32).min(MAX_SLICES)
 }
 
@@ -606,17 +615,21 @@ mod tests {
 
     /// A value the command line accepts is the name the engine prints (table, CSV, JSON).
     #[test]
-    fn auto_slices_are_25_ms_until_the_largest_crew_would_make_the_harness_pass_2_percent() {
+    fn auto_slices_are_25_ms_until_an_iteration_or_the_cpus_sharing_want_more() {
         let ten = Duration::from_secs(10);
-        assert_eq!(auto_slices(ten, 2, 1), 400);
-        assert_eq!(auto_slices(ten, 41, 1), 400, "41 workers: 24.6 ms of slice, still 25 ms");
-        // 224 workers: 134.4 ms slices; 448: 268.8 ms.
-        assert_eq!(auto_slices(ten, 224, 1), 74);
-        assert_eq!(auto_slices(ten, 448, 1), 37);
-        assert_eq!(auto_slices(Duration::from_secs(300), 224, 1), 2232);
-        assert_eq!(auto_slices(Duration::from_secs(1000), 1, 1), MAX_SLICES);
-        // 48 workers on 2 CPUs: 24 a CPU want 79.2 ms for their turns.
-        assert_eq!(auto_slices(ten, 48, 24), 126);
+        // The default 1 MiB chunk: 256 pages, 5.1 ms for 20 iterations: 25 ms slices.
+        assert_eq!(auto_slices(ten, 256, 1), 400);
+        assert_eq!(auto_slices(Duration::from_secs(1000), 256, 1), MAX_SLICES);
+        // page_fault1's 128 MiB: 32,768 pages, 0.655 s for 20 iterations.
+        assert_eq!(auto_slices(ten, 32_768, 1), 15);
+        assert_eq!(auto_slices(Duration::from_secs(300), 32_768, 1), 458);
+        // Two workers a CPU take twice as long over an iteration.
+        assert_eq!(auto_slices(ten, 32_768, 2), 8);
+        // 48 workers on 2 CPUs: 24 a CPU want 79.2 ms for their turns, more than 20 of their
+        // 1 MiB iterations (24 x 5.1 ms = 123 ms) here: 123 ms.
+        assert_eq!(auto_slices(ten, 256, 24), 81);
+        // mmap-file's one page: the turns alone.
+        assert_eq!(auto_slices(ten, 1, 24), 126);
     }
 
     #[test]

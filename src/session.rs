@@ -240,9 +240,9 @@ fn schedule(plan: &Plan) -> Vec<Scheduled> {
     slices
 }
 
-/// Every placement's crew at the largest task count is alive at once: the descriptors the
-/// harness holds on them (the soft open-file limit raised where it is short) and the memory
-/// they hold, checked against MemAvailable and the room the base's ancestors leave, before
+/// Every placement's crew at the largest task count is alive at once, one running and the
+/// others parked: the descriptors the harness and the workers hold (the soft open-file limit
+/// raised where it is short) and the memory they hold, checked against MemAvailable and the room the base's ancestors leave, before
 /// anything is made. Each falls short as the user's input (exit 2), naming what is needed.
 fn check_budgets(plan: &Plan, hierarchy: &Hierarchy, base: &std::path::Path) -> Result<()> {
     use run::budget::{Crews, MemoryRoom};
@@ -253,13 +253,16 @@ fn check_budgets(plan: &Plan, hierarchy: &Hierarchy, base: &std::path::Path) -> 
         profile: plan.profile,
     };
     run::budget::ensure_open_files(&crews)?;
-    let per_worker = plan.workload.resident_bytes_per_worker(plan.chunk_bytes, plan.size_bytes, plan.page_size);
-    let needed = per_worker.saturating_mul((crews.cgroups.len() * crews.workers) as u64);
+    // One crew runs at a time; the others are parked, holding what outlives an iteration.
+    let running = plan.workload.resident_bytes_per_worker(plan.chunk_bytes, plan.size_bytes, plan.page_size);
+    let parked = plan.workload.parked_bytes_per_worker(plan.chunk_bytes, plan.size_bytes);
+    let others = crews.cgroups.len().saturating_sub(1) as u64;
+    let needed = running.saturating_add(parked.saturating_mul(others)).saturating_mul(crews.workers as u64);
     let room = MemoryRoom {
         available_bytes: run::budget::mem_available(),
         cgroup: cgroup::room::memory_room(hierarchy.version, &hierarchy.mount_point, base),
     };
-    match run::budget::memory_problem(needed, per_worker, &crews, &room) {
+    match run::budget::memory_problem(needed, (running, parked), &crews, &room) {
         Some(problem) => Err(error::Error::Usage(problem).into()),
         None => Ok(()),
     }

@@ -1,6 +1,6 @@
 //! What a run needs of the machine at once, known before anything is made: every placement's
-//! crew of a generation is alive together, and the harness holds each worker's counter files
-//! open. Open files are raised to the hard limit where the soft one is short (LKP's units set
+//! crew of a generation is alive together, one running and the others parked, and each worker
+//! holds its own schedstat open. Open files are raised to the hard limit where the soft one is short (LKP's units set
 //! none: 1024) and refused only where the hard limit is; memory is refused where the crews'
 //! peak does not fit what the machine and the base cgroup's ancestors leave.
 
@@ -9,8 +9,10 @@ use nix::sys::resource::{Resource, getrlimit, setrlimit};
 
 use crate::measure::memcg::CounterFiles;
 
-/// Each worker's /proc files the harness keeps open: stat and schedstat.
-const FILES_PER_WORKER: usize = 2;
+/// Each worker's own schedstat, which it reads at each park. In thread mode every worker of a
+/// crew holds it in one process, which also holds what it inherited from the harness: counted
+/// against the harness's limit, which that process shares.
+const FILES_PER_WORKER: usize = 1;
 /// `--kernel-count perf`: a group leader, page faults, task clock, context switches,
 /// migrations, cycles, instructions.
 const PERF_PER_WORKER: usize = 7;
@@ -34,7 +36,8 @@ pub struct Crews {
 }
 
 impl Crews {
-    /// The descriptors the harness holds with every crew alive.
+    /// The descriptors the harness holds with every crew alive, and a thread-mode crew's
+    /// process besides them.
     pub fn open_files(&self) -> usize {
         let per_worker = FILES_PER_WORKER
             + if self.perf { PERF_PER_WORKER } else { 0 }
@@ -107,10 +110,16 @@ pub struct MemoryRoom {
 }
 
 /// Why `needed` bytes (the crews' peak, `crews` said in words) do not fit `room`, if they do not.
-pub fn memory_problem(needed: u64, per_worker: u64, crews: &Crews, room: &MemoryRoom) -> Option<String> {
+/// `per_worker`: what a running and a parked worker hold.
+pub fn memory_problem(needed: u64, per_worker: (u64, u64), crews: &Crews, room: &MemoryRoom) -> Option<String> {
     let size = |bytes: u64| crate::text::bytes(bytes);
-    let held =
-        format!("this run holds up to {} at once ({} a worker, {})", size(needed), size(per_worker), crews.describe());
+    let held = format!(
+        "this run holds up to {} at once ({} a running worker, {} a parked one, {})",
+        size(needed),
+        size(per_worker.0),
+        size(per_worker.1),
+        crews.describe()
+    );
     let fix = "give fewer --tasks or placements, or a smaller --chunk or --size";
     if let Some(available) = room.available_bytes.filter(|&a| needed > a) {
         return Some(format!("{held}, and the machine has {} available (MemAvailable); {fix}", size(available)));
@@ -142,12 +151,12 @@ mod tests {
 
     #[test]
     fn descriptors_grow_with_crews_and_workers_and_perf_adds_seven_a_worker() {
-        // 4 crews x 48 workers x 2 files, 4 x (4 memcg files + 2 pressure + /proc/stat), spare.
-        assert_eq!(crews(4, 48).open_files(), 4 * 48 * 2 + 4 * 7 + 64);
+        // 4 crews x 48 workers x 1 file, 4 x (4 memcg files + 2 pressure + /proc/stat), spare.
+        assert_eq!(crews(4, 48).open_files(), 4 * 48 + 4 * 7 + 64);
         let perf = Crews { perf: true, ..crews(4, 48) };
         assert_eq!(perf.open_files() - crews(4, 48).open_files(), 4 * 48 * 7);
         let siblings = Crews { cgroups: vec![1, 3], ..crews(2, 4) };
-        assert_eq!(siblings.open_files(), 2 * 4 * 2 + (4 + 2 + 1) + (12 + 2 + 1) + 64);
+        assert_eq!(siblings.open_files(), 2 * 4 + (4 + 2 + 1) + (12 + 2 + 1) + 64);
     }
 
     #[test]
@@ -170,11 +179,11 @@ mod tests {
         };
         let four = crews(4, 8);
         let need = 32 * (128 << 20);
-        assert_eq!(memory_problem(need, 128 << 20, &four, &room(8 << 30, None)), None);
-        let short = memory_problem(need, 128 << 20, &four, &room(2 << 30, None)).unwrap();
+        assert_eq!(memory_problem(need, (128 << 20, 0), &four, &room(8 << 30, None)), None);
+        let short = memory_problem(need, (128 << 20, 0), &four, &room(2 << 30, None)).unwrap();
         assert!(short.contains("MemAvailable") && short.contains("4 crews of 8 workers"), "{short}");
-        let limited = memory_problem(need, 128 << 20, &four, &room(64 << 30, Some(4 << 30))).unwrap();
+        let limited = memory_problem(need, (128 << 20, 0), &four, &room(64 << 30, Some(4 << 30))).unwrap();
         assert!(limited.contains("user.slice") && limited.contains("--base"), "{limited}");
-        assert_eq!(memory_problem(need, 128 << 20, &four, &room(64 << 30, Some(6 << 30))), None);
+        assert_eq!(memory_problem(need, (128 << 20, 0), &four, &room(64 << 30, Some(6 << 30))), None);
     }
 }

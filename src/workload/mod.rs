@@ -80,11 +80,9 @@ impl WorkloadKind {
         }
     }
 
-    /// The most memory one worker holds at once, charged to its memcg or kept by its file:
-    /// what it has touched of its mapping when it is frozen at the end of an iteration, plus
-    /// its file's pages (shmem on tmpfs, swap-backed; page cache elsewhere, charged until
-    /// reclaimed). The run's peak memory is
-    /// this times every worker alive at once (every placement's crew of a generation).
+    /// The most memory one running worker holds at once, charged to its memcg or kept by its
+    /// file: what it has touched of its mapping before its iteration's munmap, plus its file's
+    /// pages (shmem on tmpfs, swap-backed; page cache elsewhere, charged until reclaimed).
     pub fn resident_bytes_per_worker(self, chunk_bytes: u64, size_bytes: u64, page_size: u64) -> u64 {
         use WorkloadKind as W;
         let memsize = page_fault::MEMSIZE as u64;
@@ -101,6 +99,35 @@ impl WorkloadKind {
             W::PageFault2 => 2 * memsize,
             W::Fallocate1 | W::Fallocate2 => fallocate::FILE_BYTES as u64,
             W::TlbFlush2 => tlb_flush::MEMORY_BYTES as u64,
+        }
+    }
+
+    /// What one parked worker holds: it parks at an iteration boundary, after its munmap, so
+    /// only what outlives an iteration: its file's pages, a forking worker's own memory.
+    pub fn parked_bytes_per_worker(self, chunk_bytes: u64, size_bytes: u64) -> u64 {
+        use WorkloadKind as W;
+        match self {
+            W::FilePrivate | W::FileShared => chunk_bytes,
+            W::UsememFile | W::Fork => size_bytes,
+            W::PageFault2 | W::PageFault3 => page_fault::MEMSIZE as u64,
+            W::Fallocate1 | W::Fallocate2 => fallocate::FILE_BYTES as u64,
+            W::Anon | W::MmapFile | W::Usemem | W::PageFault1 | W::TlbFlush2 => 0,
+        }
+    }
+
+    /// The pages the loop touches from one iteration boundary (`Counter::boundary`, where a
+    /// worker parks) to the next: a slice must span many such iterations, since the crew's park
+    /// waits for its slowest worker to finish the one it is in.
+    pub fn pages_per_iteration(self, chunk_bytes: u64, size_bytes: u64, page_size: u64) -> u64 {
+        use WorkloadKind as W;
+        let pages = |bytes: u64| bytes.div_ceil(page_size.max(1));
+        match self {
+            W::Anon | W::FilePrivate | W::FileShared => pages(chunk_bytes),
+            W::Usemem | W::UsememFile | W::Fork => pages(size_bytes),
+            W::PageFault1 | W::PageFault2 | W::PageFault3 => pages(page_fault::MEMSIZE as u64),
+            W::TlbFlush2 => pages(tlb_flush::MEMORY_BYTES as u64),
+            // A map and unmap of one page; a fallocate step.
+            W::MmapFile | W::Fallocate1 | W::Fallocate2 => 1,
         }
     }
 
