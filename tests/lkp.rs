@@ -303,10 +303,11 @@ fn a_job_through_lkps_run_test_run_stats_and_create_stats_matrix() {
         let parsed = parse(&lkp, &result.join("faultscale"));
         assert_stats_match(&parsed, &doc);
         let got = stats(&parsed);
-        for key in ["pass", "overhead%", "overhead_low%", "control_overhead_high%", "per_process_ops", "workload"] {
+        for key in ["pass", "cost_ratio%", "cost_ratio_low%", "control_cost_ratio_high%", "per_process_ops", "workload"]
+        {
             assert!(got.contains_key(key), "{key} missing from\n{parsed}");
         }
-        assert!(got.contains_key(&format!("{cpus}.child.overhead%")), "{parsed}");
+        assert!(got.contains_key(&format!("{cpus}.child.cost_ratio%")), "{parsed}");
         assert!(!got.keys().any(|k| k.ends_with("_pct") || k.ends_with(".per_process_ops")), "{parsed}");
         let (stats_json, matrix) = stats_and_matrix(&result);
         for (key, value) in &got {
@@ -345,11 +346,11 @@ fn compare(lkp: &Lkp, runs: &[PathBuf]) {
     std::fs::write(&constants, changed).unwrap();
     let sides: Vec<Value> = runs.iter().map(|r| stats_and_matrix(r).0).collect();
     for stat in [
-        "overhead%",
-        "overhead_low%",
-        "overhead_high%",
-        "control_overhead_low%",
-        "control_overhead_high%",
+        "cost_ratio%",
+        "cost_ratio_low%",
+        "cost_ratio_high%",
+        "control_cost_ratio_low%",
+        "control_cost_ratio_high%",
         "per_process_ops",
     ] {
         let name = format!("faultscale.{stat}");
@@ -390,7 +391,19 @@ fn parse_on_the_shipped_fixture_gives_its_yaml_and_the_jsons_figures() {
     assert_eq!(parsed.trim_end(), expected.trim_end());
     let doc = embedded_json(&std::fs::read_to_string(&fixture).unwrap());
     assert_stats_match(&parsed, &doc);
-    assert!(doc["environment"]["command_line"].to_string().contains("--base"), "a real run's JSON");
+    // A real run of the shipped run script: the command it logged is the one faultscale
+    // recorded, with what run passes today (--thp keep: LKP's transparent_hugepage setup
+    // sets the mode), and the summary leaves out what LKP's job and boot logs hold.
+    let raw = std::fs::read_to_string(&fixture).unwrap();
+    let command = doc["environment"]["command_line"].as_str().expect("a real run's JSON");
+    assert!(
+        raw.lines().any(|l| l.ends_with(&format!(" {command}"))),
+        "the logged command is the run's:
+{raw}"
+    );
+    assert!(command.contains(" --thp keep ") && command.contains(" --base new "), "{command}");
+    assert_eq!(doc["settings"]["thp"], "keep");
+    assert!(doc["environment"].get("kernel_cmdline").is_none() && doc["environment"].get("machine").is_none());
     assert!(std::fs::metadata(&fixture).unwrap().len() < 32 * 1024, "a small fixture");
 
     // The per-level cost, in files that carry one (null or absent: no stat).
@@ -446,6 +459,13 @@ fn parse_gives_only_failure_stats_for_a_failed_interrupted_truncated_or_empty_ru
     failed["state"] = Value::from("failed");
     failed["failed_slices"] = Value::from(1);
     failed["failures"] = serde_json::json!([{"placement": "child", "round": 2, "reason": "worker 1 exited"}]);
+    let with_state = |state: &str| {
+        let mut with = doc.clone();
+        with["state"] = Value::from(state);
+        with
+    };
+    let mut without_complete = doc.clone();
+    without_complete.as_object_mut().unwrap().remove("complete");
     let json = doc.to_string();
     let cases: Vec<(&str, Vec<u8>, Vec<&str>)> = vec![
         (
@@ -487,6 +507,16 @@ fn parse_gives_only_failure_stats_for_a_failed_interrupted_truncated_or_empty_ru
             b"faultscale: error: something\nfaultscale-exit-status: 2\n".to_vec(),
             vec!["exit_status.2.fail", "no_summary.fail"],
         ),
+        (
+            "a state this parse does not know (a later faultscale's)",
+            wrapped(&with_state("partial"), "faultscale-exit-status: 0\n").into(),
+            vec!["invalid_summary.fail"],
+        ),
+        (
+            "a summary without its complete flag",
+            wrapped(&without_complete, "faultscale-exit-status: 0\n").into(),
+            vec!["invalid_summary.fail"],
+        ),
         ("an empty output", Vec::new(), vec!["no_summary.fail"]),
     ];
     for (case, input, expected) in cases {
@@ -517,24 +547,25 @@ fn lkps_stats_code_reads_the_kpis_direction_from_the_patched_index() {
     let script = r##"require ENV["LKP_SRC"] + "/lib/stats"
         ARGV.each { |s| puts "#{s} #{kpi_stat_direction(s, 5)} #{strict_kpi_stat?(s, nil)}" }"##;
     let cases = [
-        // One KPI per quantity: the headline overhead, the baseline's rate per task, the
-        // per-level cost.
-        ("faultscale.overhead%", "regression true"),
+        // One KPI per quantity: the headline cost ratio, the baseline's rate per task.
+        ("faultscale.cost_ratio%", "regression true"),
         ("faultscale.per_process_ops", "improvement true"),
         ("faultscale.per_thread_ops", "improvement true"),
-        ("faultscale.per_level_ns", "regression true"),
+        // The per-level cost is a signed slope (negative under noise: the fixture's is
+        // -1.6), which compare's logarithms and LKP's %change cannot take: a stat only.
+        ("faultscale.per_level_ns", "undefined false"),
         // The per-placement figures repeat those: the headline is the first placement's
         // overhead, the baseline's cost and rate are per_*_ops again.
-        ("faultscale.4.child.overhead%", "undefined false"),
+        ("faultscale.4.child.cost_ratio%", "undefined false"),
         ("faultscale.4.nested:4.cpu_ns_per_fault", "undefined false"),
         ("faultscale.4.base.cpu_ns_per_fault", "undefined false"),
         ("faultscale.4.base.faults_per_sec", "undefined false"),
         ("faultscale.4.child.faults_per_sec", "undefined false"),
         // The interval's ends and the control say how far to trust a change; they are no KPI.
-        ("faultscale.overhead_low%", "undefined false"),
-        ("faultscale.4.child.overhead_high%", "undefined false"),
-        ("faultscale.control_overhead%", "undefined false"),
-        ("faultscale.4.control.overhead%", "undefined false"),
+        ("faultscale.cost_ratio_low%", "undefined false"),
+        ("faultscale.4.child.cost_ratio_high%", "undefined false"),
+        ("faultscale.control_cost_ratio%", "undefined false"),
+        ("faultscale.4.control.cost_ratio%", "undefined false"),
         ("faultscale.4.control.cpu_ns_per_fault", "undefined false"),
         ("faultscale.4.control.faults_per_sec", "undefined false"),
         ("faultscale.per_level_low_ns", "undefined false"),
@@ -639,5 +670,21 @@ fn job_files_split_with_lkps_split_job_into_jobs_of_declared_parameters() {
         assert_eq!(params["runtime"], "300s");
     }
     let largemem = atoms.iter().find(|a| a["faultscale"]["test"] == "page_fault2").expect("a page_fault2 job");
-    assert_eq!(largemem["need_memory"], "256G", "page_fault2 at 100% needs will-it-scale-largemem's machines");
+    // page_fault2 at 100% needs 512 MiB a CPU: a need that grows with the machine's CPUs, as
+    // LKP's filters/need_memory reads a percentage (GB per 100 CPUs), never a fixed figure a
+    // larger machine outgrows.
+    assert_eq!(largemem["need_memory"], "60%");
+    assert_eq!(largemem["transparent_hugepage"]["shmem_enabled"], "never", "page_fault2's file is shmem");
+    for (nr_cpu, need_mb) in [(256, 153 * 1024), (448, 268 * 1024)] {
+        let filter = Command::new("bash")
+            .arg(lkp.src().join("filters/need_memory"))
+            .env("LKP_SRC", lkp.src())
+            .env("need_memory", "60%")
+            .env("nr_cpu", nr_cpu.to_string())
+            .output()
+            .unwrap();
+        // This host has far less: the filter drops the job and says what it needed.
+        let said = text(&filter.stdout);
+        assert!(!filter.status.success() && said.contains(&format!("need: {need_mb} MB")), "{nr_cpu} CPUs: {said}");
+    }
 }

@@ -62,9 +62,9 @@ pub fn expected_stats(doc: &Value) -> BTreeMap<String, (f64, f64)> {
     // A clean run is marked as passing, as stress-ng's parse marks a stressor's.
     put("pass".into(), &Value::from(1), 1.0, 0.0);
     let overhead = |put: &mut dyn FnMut(String, &Value, f64, f64), prefix: &str, o: &Value| {
-        put(format!("{prefix}overhead%"), &o["mean"], 100.0, 0.005);
-        put(format!("{prefix}overhead_low%"), &o["low"], 100.0, 0.005);
-        put(format!("{prefix}overhead_high%"), &o["high"], 100.0, 0.005);
+        put(format!("{prefix}cost_ratio%"), &o["mean"], 100.0, 0.005);
+        put(format!("{prefix}cost_ratio_low%"), &o["low"], 100.0, 0.005);
+        put(format!("{prefix}cost_ratio_high%"), &o["high"], 100.0, 0.005);
     };
     let is_baseline = |s: &&Value| s["placement"] == "root" || s["placement"] == "base";
     for s in summaries {
