@@ -130,8 +130,9 @@ pub fn parse_placements(list: &str) -> Result<Vec<Placement>> {
     Ok(placements)
 }
 
-/// The warmup of a crew after the first generation.
-pub const REWARMUP: Duration = Duration::from_millis(20);
+/// The warmup of a crew after the first generation: none beyond what every crew runs, the
+/// iteration of each worker's first park and the settling iteration before each slice.
+pub const REWARMUP: Duration = Duration::ZERO;
 
 /// Everything a run measures, validated (options.rs builds it from the command line).
 #[derive(Debug, Clone)]

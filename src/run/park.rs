@@ -44,8 +44,14 @@ pub struct WorkerParker<'a> {
     parked: &'a AtomicU32,
     crew_size: u32,
     times: RefCell<OwnTimes>,
-    /// When it last left a park (or entered its loop): the start of its current window.
+    /// When it was last made runnable to leave a park (or entered its loop): the start of its
+    /// current window.
     resumed_ns: Cell<u64>,
+    /// Its wait for its CPU (schedstat's run_delay) at its last reading.
+    waited_ns: Cell<Option<u64>>,
+    one_iteration: &'a AtomicU32,
+    /// Woken for a settling window and not yet through its one iteration.
+    owes_iteration: Cell<bool>,
 }
 
 impl<'a> WorkerParker<'a> {
@@ -59,6 +65,9 @@ impl<'a> WorkerParker<'a> {
             crew_size: slots.count() as u32,
             times: RefCell::new(times),
             resumed_ns: Cell::new(monotonic_ns()),
+            waited_ns: Cell::new(None),
+            one_iteration: &slots.control().one_iteration,
+            owes_iteration: Cell::new(false),
         })
     }
 
@@ -71,6 +80,7 @@ impl<'a> WorkerParker<'a> {
         let parked_ns = monotonic_ns();
         let mut times = self.times.borrow_mut();
         let sched = times.sched();
+        self.waited_ns.set(sched.and_then(|s| s.wait_ns));
         let (own, children) = times.usage();
         let children_ns = children.map(|c| (c.user_us + c.sys_us) * 1000);
         let children = children.unwrap_or_default();
@@ -94,11 +104,13 @@ impl<'a> WorkerParker<'a> {
 
     /// At an iteration boundary with the command odd: reads itself, counts itself parked and
     /// sleeps until the command is even. Woken into a new odd command without having run (its
-    /// CPU went to others for the whole window), it reads itself again, an empty window.
+    /// CPU went to others for the whole window), it reads itself again, an empty window; unless
+    /// the wake asked for one iteration (a settling window), which it then runs first.
     pub fn park(&self) {
         loop {
             let command = self.command.load(Ordering::Acquire);
-            if command & 1 == 0 {
+            if command & 1 == 0 || self.owes_iteration.get() {
+                self.owes_iteration.set(false);
                 return;
             }
             if self.slot.parked_for.load(Ordering::Relaxed) != command {
@@ -109,7 +121,23 @@ impl<'a> WorkerParker<'a> {
                 }
             }
             futex_wait(self.command, command, None);
-            self.resumed_ns.set(monotonic_ns());
+            self.resumed_ns.set(self.woken_ns());
+            self.owes_iteration.set(self.one_iteration.load(Ordering::Acquire) == 1);
+        }
+    }
+
+    /// When the wake made it runnable: now, less what it waited for its CPU since its reading.
+    /// With more workers than CPUs a worker woken at once may first run a whole round of turns
+    /// later; its window still starts at its wake (the time went to the workers sharing its
+    /// CPU, and is in its wait), not at its turn (which made a slice's windows 0.59 s of
+    /// 0.83 s with 128 workers a CPU). With a CPU each, it is the moment the kernel's wake
+    /// loop reached it: the wake's tail before that is in no window.
+    fn woken_ns(&self) -> u64 {
+        let now = monotonic_ns();
+        let waited = self.times.borrow_mut().sched().and_then(|s| s.wait_ns);
+        match (waited, self.waited_ns.get()) {
+            (Some(now_waited), Some(then)) => now.saturating_sub(now_waited.saturating_sub(then)),
+            _ => now,
         }
     }
 }
@@ -211,10 +239,23 @@ fn stalled(workers: &Workers, slots: &Slots, command: u32, timed_out: bool) -> R
 /// Lets a parked crew run: the parked count reset, the command made even, every worker woken
 /// with one FUTEX_WAKE. Returns when the wake was sent.
 pub fn resume(slots: &Slots) -> u64 {
+    wake(slots, false);
+    monotonic_ns()
+}
+
+/// The settling window: the crew woken for one whole iteration of each worker, unmeasured, and
+/// parked again (the park asked at once: each worker parks at the boundary that ends its one
+/// iteration, however late its wake). Returns when the last one parked.
+pub fn settle(workers: &mut Workers, slots: &Slots) -> Result<u64> {
+    wake(slots, true);
+    park(workers, slots)
+}
+
+fn wake(slots: &Slots, one_iteration: bool) {
     let control = slots.control();
     control.parked.store(0, Ordering::Release);
+    control.one_iteration.store(one_iteration as u32, Ordering::Release);
     let command = control.command.fetch_add(1, Ordering::AcqRel) + 1;
     debug_assert!(command & 1 == 0, "a resume is asked of a parked crew");
     futex_wake(&control.command, i32::MAX);
-    monotonic_ns()
 }

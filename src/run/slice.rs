@@ -37,15 +37,11 @@ use crate::workload;
 /// workers may be using, so not too often.
 const DONE_POLL_NS: u64 = 5_000_000;
 
-/// How long a released crew may take until every worker has entered its loop.
-const START_TIMEOUT_NS: u64 = 20_000_000_000;
-
-/// Each time-based slice first thaws its crew for this long, unmeasured: the crew that ran
-/// on the CPUs before was another (its caches, the per-CPU memcg charge cache) except where
-/// ABBA repeats a placement at a round's turn, so every measured window starts after the same
-/// settling. What the settling window costs per fault, against the measured window, is the
-/// switch's cost (`HarnessTimes::settle_*`, scripts/bench-noise).
-const SETTLE_NS: u64 = 500_000;
+/// Each time-based slice is first preceded by one whole iteration of each worker, unmeasured
+/// (`park::settle`): the crew that ran on the CPUs before was another (its caches, the per-CPU
+/// memcg charge cache) except where ABBA repeats a placement at a round's turn, so every measured
+/// window starts after the same settling. What that iteration costs per fault, against the
+/// measured window, is the switch's cost (`HarnessTimes::settle_*`, scripts/bench-noise).
 
 /// A slice overran (the harness was stopped, its rate not comparable) when it measured more
 /// than 10% of its slice plus OVERRUN_SLACK_NS longer. The slack is the harness's own lateness,
@@ -116,11 +112,15 @@ impl Crew {
         let mut crew = Crew::spawn(spec, request, hierarchy, first_file_index)?;
         crew.open_counters(spec, warn)?;
         if spec.settings.fixed_iterations.is_none() {
+            // Released, warmed and parked; a worker parks only from inside its loop, so once the
+            // crew is parked every worker has started. With many workers a CPU the start alone
+            // takes a round of their turns (1 s at 128 a CPU here): the warmup runs within it,
+            // not after it.
             let released_ns = monotonic_ns();
             crew.workers.signal_all(signals::START_SIGNAL)?;
-            crew.wait_started(released_ns)?;
-            wait_until(monotonic_ns() + request.warmup.as_nanos() as u64, &mut crew.workers, &crew.slots)?;
+            wait_until(released_ns + request.warmup.as_nanos() as u64, &mut crew.workers, &crew.slots)?;
             park::park(&mut crew.workers, &crew.slots)?;
+            crew.note_starts(released_ns);
             crew.parked_at = Some(crew.snapshot()?);
         }
         crew.set_up_ns = Some(monotonic_ns() - begun_ns);
@@ -200,19 +200,6 @@ impl Crew {
         Ok(())
     }
 
-    /// Waits until every released worker has entered its loop, and notes when each did.
-    fn wait_started(&mut self, released_ns: u64) -> Result<()> {
-        let started = |crew: &Crew| (0..crew.count()).all(|i| crew.slots.get(i).start_ns.load(Ordering::Acquire) > 0);
-        while !started(self) {
-            if monotonic_ns() > released_ns + START_TIMEOUT_NS {
-                bail!("the workers did not all start within {} s of their release", START_TIMEOUT_NS / 1_000_000_000);
-            }
-            wait_until(monotonic_ns() + 1_000_000, &mut self.workers, &self.slots)?;
-        }
-        self.note_starts(released_ns);
-        Ok(())
-    }
-
     fn note_starts(&mut self, released_ns: u64) {
         let starts: Vec<u64> = (0..self.count()).map(|i| self.slots.get(i).start_ns.load(Ordering::Relaxed)).collect();
         self.start_offsets_ns = starts.iter().map(|s| s.saturating_sub(released_ns)).collect();
@@ -271,17 +258,15 @@ impl Crew {
         Ok(SliceResult { profile, harness: Some(harness), ..run })
     }
 
-    /// The unmeasured settling window before a timed slice (SETTLE_NS): the crew let go and
-    /// parked again; returns what its workers spent on their CPUs and the faults they took
+    /// The unmeasured settling window before a timed slice: one iteration of each worker;
+    /// returns what its workers spent on their CPUs and the faults they took
     /// there, and the snapshot the measured window starts from.
     fn settle(&mut self) -> Result<(u64, u64, Snapshot)> {
         let parked = match self.parked_at.take() {
             Some(parked) => parked,
             None => self.snapshot()?,
         };
-        park::resume(&self.slots);
-        wait_until(monotonic_ns() + SETTLE_NS, &mut self.workers, &self.slots)?;
-        park::park(&mut self.workers, &self.slots)?;
+        park::settle(&mut self.workers, &self.slots)?;
         let settled = self.snapshot()?;
         let deltas = settled.since(&parked, &self.cpus);
         let on_cpu_ns = deltas.workers.iter().map(|w| w.on_cpu_ns.unwrap_or(0)).sum();
