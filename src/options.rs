@@ -444,7 +444,7 @@ fn check_inodes(args: &RunArgs, tmpdir: &Path, workers: usize) -> Result<()> {
     }
     let Ok(stat) = nix::sys::statvfs::statvfs(tmpdir) else { return Ok(()) };
     let needed = 2 + workers as u64;
-    if stat.files() > 0 && (stat.files_available() as u64) < needed {
+    if stat.files() > 0 && stat.files_available() < needed {
         bail!(
             "--tmpdir {}: {} free inodes, and the run needs {needed} (its directory, a boot-id file and a file per worker of every placement, all alive at once); give a directory with more free inodes",
             tmpdir.display(),
