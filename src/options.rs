@@ -299,10 +299,10 @@ fn auto_slices(duration: Duration, most_tasks: usize, per_cpu: usize) -> u32 {
 }
 
 /// `--slices`: the number given, or by default one per 25 ms of `duration` from 5 s, one per
-/// second below (3 whole runs for fixed work); each fixed-time slice at least MIN_SLICE long.
+/// second below (3 whole passes of the work for fixed work); each fixed-time slice at least MIN_SLICE long.
 fn slices(args: &RunArgs, fixed_work: bool, duration: Duration) -> Result<u32> {
     let slices = match args.slices.trim() {
-        // Fixed work: three whole runs, the fewest that give an interval.
+        // Fixed work: three whole passes of the work, the fewest that give an interval.
         "auto" if fixed_work => 3,
         // From 5 s, 25 ms slices (at most MAX_SLICES): workers live through the run, frozen
         // between slices, so a slice costs no fork and no warmup, and short slices pair
@@ -647,7 +647,7 @@ mod tests {
         assert_eq!([auto(0.1), auto(1.0), auto(2.5), auto(4.9)], [1, 1, 2, 4]);
         assert_eq!([auto(5.0), auto(10.0), auto(60.0), auto(100.0), auto(3600.0)], [200, 400, 2400, 4000, 4000]);
         let cli = cli::Cli::parse_from(["faultscale", "--iterations", "100"]);
-        assert_eq!(slices(&cli.run, true, Duration::ZERO).unwrap(), 3, "fixed work: three whole runs");
+        assert_eq!(slices(&cli.run, true, Duration::ZERO).unwrap(), 3, "fixed work: three whole passes");
     }
 
     #[test]
