@@ -109,7 +109,7 @@ pub struct RunArgs {
     /// Fixed work instead of fixed time: every worker does N iterations of its loop (pages for
     /// the per-page workloads), and each slice is timed from the first start to the last
     /// finish, with the workers' system time beside it, as the 2011 i_mmap thread timed
-    /// `mmap-file 48 50000`. --slices counts whole runs [default: 3]
+    /// `mmap-file 48 50000`. --slices counts whole passes of that work [default: 3]
     #[arg(long, value_name = "N", allow_hyphen_values = true, conflicts_with_all = ["duration", "warmup"])]
     pub iterations: Option<String>,
 

@@ -52,6 +52,24 @@ use error::Error;
 use options::RunOptions;
 
 fn main() -> ExitCode {
+    // A panic is a bug, yet it must not leave cgroups or workers behind, nor exit with Rust's
+    // 101 outside the table: the hook says it in one line, the unwinding runs every destructor
+    // (the Tree removes what the run made, Workers kill theirs), and it exits 1, a failure.
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        let place = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        say!("faultscale: error: internal error (a bug; please report it): {}{place}", one_line(&message));
+    }));
+    std::panic::catch_unwind(dispatch).unwrap_or(ExitCode::FAILURE)
+}
+
+/// The command line parsed and its subcommand run, with the exit code it earned.
+fn dispatch() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => e.exit(), // --help, --version
@@ -126,7 +144,7 @@ fn said_with_exit_code(error: &anyhow::Error) -> ExitCode {
         say!("faultscale: {}; workers stopped, cgroups removed", Error::Interrupted(signal));
         return stopped_by(signal);
     }
-    // `faultscale man | head`: a closed pipe is the reader's choice, not an error.
+    // `faultscale man | head`: a closed pipe is the reader's choice, not an error: 0.
     if error.chain().any(|cause| {
         cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     }) {

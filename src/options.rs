@@ -308,10 +308,10 @@ fn auto_slices(duration: Duration, pages: u64, per_cpu: usize) -> u32 {
 }
 
 /// `--slices`: the number given, or by default one per 25 ms of `duration` from 5 s, one per
-/// second below (3 whole runs for fixed work); each fixed-time slice at least MIN_SLICE long.
+/// second below (3 whole passes of the work for fixed work); each fixed-time slice at least MIN_SLICE long.
 fn slices(args: &RunArgs, fixed_work: bool, duration: Duration) -> Result<u32> {
     let slices = match args.slices.trim() {
-        // Fixed work: three whole runs, the fewest that give an interval.
+        // Fixed work: three whole passes of the work, the fewest that give an interval.
         "auto" if fixed_work => 3,
         // From 5 s, 25 ms slices (at most MAX_SLICES): workers live through the run, frozen
         // between slices, so a slice costs no fork and no warmup, and short slices pair
@@ -453,7 +453,7 @@ fn check_inodes(args: &RunArgs, tmpdir: &Path, workers: usize) -> Result<()> {
     }
     let Ok(stat) = nix::sys::statvfs::statvfs(tmpdir) else { return Ok(()) };
     let needed = 2 + workers as u64;
-    if stat.files() > 0 && (stat.files_available() as u64) < needed {
+    if stat.files() > 0 && stat.files_available() < needed {
         bail!(
             "--tmpdir {}: {} free inodes, and the run needs {needed} (its directory, a boot-id file and a file per worker of every placement, all alive at once); give a directory with more free inodes",
             tmpdir.display(),
@@ -660,7 +660,7 @@ mod tests {
         assert_eq!([auto(0.1), auto(1.0), auto(2.5), auto(4.9)], [1, 1, 2, 4]);
         assert_eq!([auto(5.0), auto(10.0), auto(60.0), auto(100.0), auto(3600.0)], [200, 400, 2400, 4000, 4000]);
         let cli = cli::Cli::parse_from(["faultscale", "--iterations", "100"]);
-        assert_eq!(slices(&cli.run, true, Duration::ZERO).unwrap(), 3, "fixed work: three whole runs");
+        assert_eq!(slices(&cli.run, true, Duration::ZERO).unwrap(), 3, "fixed work: three whole passes");
     }
 
     #[test]

@@ -445,7 +445,7 @@ fn file_space(reason: String, plan: &Plan) -> String {
         Ok(fs) => format!(
             "{reason}; --tmpdir {} has {} KiB free now (a file page its file system cannot allocate raises SIGBUS)",
             plan.tmpdir.display(),
-            crate::text::thousands((fs.blocks_available() as u64 * fs.fragment_size() as u64 / 1024) as f64)
+            crate::text::thousands((fs.blocks_available() * fs.fragment_size() / 1024) as f64)
         ),
         Err(_) => reason,
     }

@@ -1,5 +1,5 @@
-//! Edges a hostile user found: signals the README promised to handle, a shared
-//! --profile-dir, `cleanup` and `env` saying what is not so, and up-front checks that missed.
+//! Edges a hostile user found: signals the README promised to handle (a shared --profile-dir,
+//! which needs perf events, is in tests/profile.rs), `cleanup` and `env` saying what is not so, and up-front checks that missed.
 
 mod common;
 
@@ -20,8 +20,7 @@ fn run_dirs_in(dir: &std::path::Path) -> Vec<std::ffi::OsString> {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn fault_signals_and_sigusr1_sent_by_kill_stop_the_run_like_sigterm() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let tmpdir = dir.path().to_str().unwrap();
     for sig in [libc::SIGFPE, libc::SIGILL, libc::SIGSYS, libc::SIGTRAP, libc::SIGSEGV, libc::SIGBUS, libc::SIGUSR1] {
@@ -41,49 +40,13 @@ fn fault_signals_and_sigusr1_sent_by_kill_stop_the_run_like_sigterm() {
     }
 }
 
-/// Two runs with one --profile-dir: the second is refused before it starts (exit 2), as an
-/// output file another run writes is, however the directory is spelled and whether it exists
-/// yet. Before, both said "wrote 5 profile files" and the last to finish replaced the other's.
-#[test]
-#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
-fn a_profile_dir_another_live_run_writes_is_refused() {
-    let _serial = needs_root();
-    if !perf_events_available() {
-        return;
-    }
-    let base = runs_dir();
-    let dir = tempfile::tempdir().unwrap();
-    let profile = dir.path().join("flames");
-    let first = spawn(&["--base", BASE, "--duration", "30", "-q", "--profile-dir", profile.to_str().unwrap()]);
-    let pid = first.id();
-    wait_running(&base, pid);
-    let respelled = dir.path().join(".").join("flames/");
-    for spelling in [profile.clone(), respelled] {
-        let (second, output) = run(&["--base", BASE, "--duration", "0.2", "--profile-dir", spelling.to_str().unwrap()]);
-        let stderr = text(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{}: {stderr}", spelling.display());
-        assert!(stderr.contains("another faultscale run writes its profile into this directory"), "{stderr}");
-        assert!(trees_of(&base, second).is_empty());
-    }
-    signal(pid, libc::SIGTERM);
-    let output = first.wait_with_output().unwrap();
-    assert_nothing_left(&base, pid);
-    assert_eq!(output.status.code(), Some(143), "{}", text(&output.stderr));
-    // Once the first run is gone, the directory is free again.
-    let (_, output) =
-        run(&["--base", BASE, "--duration", "0.2", "--slices", "1", "--profile-dir", profile.to_str().unwrap()]);
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    assert!(text(&output.stderr).contains("profile files in"), "{}", text(&output.stderr));
-}
-
 /// A --tmpdir with too few free inodes for the run's files (a tmpfs with nr_inodes=3 or 4, in
 /// the test's own mount namespace) is refused before anything is created, exit 2; one inode
 /// more runs. Before, the directory probe passed and every slice failed (exit 1).
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_tmpdir_without_inodes_for_every_task_is_refused_up_front() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let small = dir.path().join("small");
     std::fs::create_dir(&small).unwrap();
@@ -113,8 +76,7 @@ fn a_tmpdir_without_inodes_for_every_task_is_refused_up_front() {
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn cleanup_without_root_says_what_it_needs_root_for() {
     use std::os::unix::process::CommandExt;
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let output = std::process::Command::new(binary())
         .args(["cleanup", "--base", base.to_str().unwrap()])
         .uid(65534)
@@ -147,8 +109,7 @@ fn run_unshared(script: &str) -> (u32, std::process::Output) {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_profile_name_too_long_for_a_directory_is_refused_up_front() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("long.toml");
     std::fs::write(&profile, format!("name = \"{}\"\n[[level]]\n", "a".repeat(5000))).unwrap();
@@ -178,7 +139,7 @@ fn fake_run_directory(parent: &std::path::Path, name: &str, hold: bool) -> (std:
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn cleanup_names_a_live_runs_file_directory_and_exits_1() {
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     let scratch = tempfile::tempdir().unwrap();
     let (live, _lock) = fake_run_directory(scratch.path(), "faultscale-4242-0000beef", true);
     let tmpdir = scratch.path().to_str().unwrap();
@@ -199,7 +160,7 @@ fn cleanup_names_a_live_runs_file_directory_and_exits_1() {
 fn cleanup_dry_run_without_root_says_removal_needs_root() {
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     let scratch = tempfile::tempdir().unwrap();
     std::fs::set_permissions(scratch.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let (dead, _) = fake_run_directory(scratch.path(), "faultscale-4243-0000cafe", false);
@@ -230,8 +191,7 @@ fn on_read_only_cgroup(script: &str) -> (u32, std::process::Output) {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn env_and_runs_on_a_read_only_cgroupfs_say_so() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let bin = binary();
     let (_, output) = on_read_only_cgroup(&format!("exec {} env --base new", bin.display()));
     let stdout = text(&output.stdout);
@@ -271,7 +231,7 @@ fn env_names_the_new_base_and_counts_numa_nodes() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_dangling_profile_dir_link_is_refused_before_measuring() {
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("pd");
     std::os::unix::fs::symlink("missing", &link).unwrap();
@@ -301,7 +261,7 @@ fn a_dangling_profile_dir_link_is_refused_before_measuring() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_stream_that_cannot_take_the_results_is_said_incomplete() {
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let small = dir.path().join("small");
     std::fs::create_dir(&small).unwrap();
@@ -324,10 +284,10 @@ fn a_stream_that_cannot_take_the_results_is_said_incomplete() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_long_cpu_list_is_said_in_ranges() {
-    let _serial = needs_root();
+    let (_serial, base) = needs_root();
     let list = (0..1024).map(|c| c.to_string()).collect::<Vec<_>>().join(",");
     let (pid, output) = run(&["--base", BASE, "--cpus", &list, "--duration", "1"]);
-    assert_nothing_left(&runs_dir(), pid);
+    assert_nothing_left(&base, pid);
     let said = text(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{said}");
     assert_eq!(said.lines().count(), 1, "{said}");
@@ -340,7 +300,7 @@ fn a_long_cpu_list_is_said_in_ranges() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_profile_dir_under_a_file_is_refused_and_auto_slices_pass_their_own_check() {
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("afile");
     std::fs::write(&file, "").unwrap();

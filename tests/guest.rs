@@ -265,7 +265,7 @@ fn integration_test_executables() -> Vec<std::path::PathBuf> {
         // cgroup layout changes nothing: 100 s of the guests' time for no new coverage. And
         // lkp: the guest has neither ruby nor lkp-tests (LKP_SRC), so it would only skip. And
         // reliability: result files read back, escaping, closed stdout, and pages counted on
-        // the host's own disk (the guest's writes a 32M chunk slower than its 0.3 s slice).
+        // the host's own disk, the same under any cgroup layout.
         if ["guest", "qemu", "reporting", "spreadsheet", "lkp", "reliability"].contains(&name.as_str()) {
             continue;
         }

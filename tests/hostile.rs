@@ -45,7 +45,7 @@ fn is_char_device(path: &Path) -> bool {
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_full_stdout_is_an_error_not_a_panic_nor_a_success() {
     // Serial like every test here that starts faultscale: the others count its processes.
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let full = device_node(dir.path(), "full", 1, 7);
     for args in [&["completions", "bash"][..], &["man"], &["env", "--base", "self"], &["profiles"]] {
@@ -60,8 +60,7 @@ fn a_full_stdout_is_an_error_not_a_panic_nor_a_success() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn outputs_keep_the_kind_of_file_they_were() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
 
     // A symlink: its target gets the CSV; the link stays a link.
@@ -103,8 +102,7 @@ fn outputs_keep_the_kind_of_file_they_were() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn bad_outputs_are_refused_before_anything_runs() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let same = dir.path().join("same");
     let read_only = dir.path().join("ro.csv");
@@ -158,8 +156,8 @@ fn bad_outputs_are_refused_before_anything_runs() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn stdout_by_another_name_holds_only_its_output() {
-    let _serial = needs_root();
-    let (_, output) = run_clean(&runs_dir(), &args(&["--json", "/dev/stdout"]));
+    let (_serial, base) = needs_root();
+    let (_, output) = run_clean(&base, &args(&["--json", "/dev/stdout"]));
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let document: serde_json::Value = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON alone ({e}): {}", text(&output.stdout)));
@@ -172,8 +170,7 @@ fn stdout_by_another_name_holds_only_its_output() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn two_runs_on_one_output_are_refused_not_lost() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.csv");
     let first = spawn(&[
@@ -237,8 +234,7 @@ fn drain(mut pipe: impl Read + Send + 'static) -> std::sync::Arc<std::sync::Mute
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_stalled_reader_yields_to_a_stop_signal() {
     use std::os::unix::fs::OpenOptionsExt;
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
@@ -329,8 +325,7 @@ fn a_stalled_reader_yields_to_a_stop_signal() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn results_survive_a_closed_stdout_and_a_closed_stderr() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
 
     // `faultscale ... --csv F | true`: the reader is gone before the table is printed.
@@ -389,8 +384,7 @@ fn assert_results_kept_despite_the_busy_cgroup(output: &Output, csv: &Path, swee
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_cgroup_kept_busy_does_not_void_the_measurements() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("busy.csv");
     let started = Instant::now();
@@ -438,7 +432,7 @@ fn a_cgroup_kept_busy_does_not_void_the_measurements() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_cgroup_held_by_a_thread_past_its_leader_is_named_at_once() {
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     // Python's ctypes is the shortest way to a process whose leader exits before its thread.
     let script = "import ctypes, threading, time\n\
                   threading.Thread(target=time.sleep, args=(60,)).start()\n\
@@ -499,8 +493,7 @@ fn a_cgroup_held_by_a_thread_past_its_leader_is_named_at_once() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_worker_lost_before_ready_fails_its_placement_only() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("zero.toml");
     std::fs::write(&profile, "name = \"zero\"\n[[level]]\n\"memory.max\" = 0\n").unwrap();
@@ -534,8 +527,7 @@ fn namespace_init(unshare_pid: u32) -> u32 {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn cleanup_judges_liveness_across_pid_namespaces() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("ns.csv");
     let binary = binary();
@@ -578,8 +570,7 @@ fn cleanup_judges_liveness_across_pid_namespaces() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_holder_outside_the_runs_pid_namespace_is_said() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("ns.csv");
     let binary = binary();
@@ -655,8 +646,7 @@ fn plot_and_compare_end_at_once_on_hostile_files() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn an_output_naming_the_runs_own_profile_is_refused() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("mine.toml");
     let text_before = "name = \"mine\"\n[[level]]\n";
@@ -709,7 +699,7 @@ fn compare_keeps_the_default_signal_behaviour() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_profile_dir_that_cannot_take_files_is_refused_before_measuring() {
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let read_only = dir.path().join("ro");
     std::fs::create_dir(&read_only).unwrap();
@@ -734,7 +724,7 @@ fn a_profile_dir_that_cannot_take_files_is_refused_before_measuring() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn an_output_named_as_a_flame_graph_of_the_profile_dir_is_refused() {
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let graphs = dir.path().join("graphs");
     std::fs::create_dir(&graphs).unwrap();
@@ -762,7 +752,7 @@ fn an_output_named_as_a_flame_graph_of_the_profile_dir_is_refused() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_profile_dir_that_cannot_be_made_is_refused_by_the_checks_too() {
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     for command in [&["--check-args", "2"][..], &["--duration", "0.5"]] {
         let started = Instant::now();
         let mut all = vec!["--base", BASE, "--profile-dir", "/proc/faultscale-graphs"];
@@ -801,7 +791,7 @@ fn a_cpu_listed_twice_is_refused() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_tmpdir_without_room_for_the_files_is_refused_before_measuring() {
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let small = dir.path().join("small");
     std::fs::create_dir(&small).unwrap();
@@ -830,8 +820,7 @@ fn a_tmpdir_without_room_for_the_files_is_refused_before_measuring() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn signals_ignored_at_start_stay_ignored() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("nohup.csv");
     let script = format!(
@@ -865,8 +854,7 @@ fn signals_ignored_at_start_stay_ignored() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn every_catchable_terminating_signal_cleans_up() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     for sig in [libc::SIGQUIT, libc::SIGUSR2, libc::SIGALRM, libc::SIGSTKFLT, libc::SIGABRT, libc::SIGRTMIN() + 3] {
         let dir = tempfile::tempdir().unwrap();
         let csv = dir.path().join("out.csv");
@@ -898,8 +886,7 @@ fn every_catchable_terminating_signal_cleans_up() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn sigkill_leaves_a_run_directory_that_cleanup_removes_and_another_kernels_is_kept() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let child = spawn(&[
         "--base",
@@ -943,8 +930,7 @@ fn sigkill_leaves_a_run_directory_that_cleanup_removes_and_another_kernels_is_ke
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn compare_says_a_checkpoint_is_a_live_runs_or_one_never_finished() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("live.csv");
     let csv_arg = csv.to_str().unwrap();
@@ -993,8 +979,7 @@ fn compare_says_a_checkpoint_is_a_live_runs_or_one_never_finished() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn ctrl_z_stops_the_workers_and_the_slice_is_flagged() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
     let child =
@@ -1028,8 +1013,7 @@ fn ctrl_z_stops_the_workers_and_the_slice_is_flagged() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn ctrl_z_during_fixed_work_flags_the_slice() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("fixed.csv");
     // Work that lasts past the stop: 0.3 s before it, 1.5 s stopped.
@@ -1059,8 +1043,7 @@ fn ctrl_z_during_fixed_work_flags_the_slice() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn degenerate_durations_and_colliding_names_are_refused_before_anything_is_created() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let fake_root = dir.path().join("root.toml");
     std::fs::write(&fake_root, "name = \"root\"\n[[level]]\n").unwrap();
@@ -1090,8 +1073,7 @@ fn degenerate_durations_and_colliding_names_are_refused_before_anything_is_creat
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn warnings_say_what_really_happened() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     // A fork run leaves no reason for the next run to see "another faultscale run".
     // 1 s: in a loaded user-mode-linux guest one fork of 4M took longer than 0.3 s.
     let fork_args = ["--base", BASE, "--cgroup", "child", "--duration", "1", "--workload", "fork", "--size", "4M"];
@@ -1164,7 +1146,7 @@ fn warnings_say_what_really_happened() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_tmpdir_or_output_place_that_cannot_take_files_is_named_why() {
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let (read_only, no_inodes, said) = (dir.path().join("ro"), dir.path().join("full"), dir.path().join("said"));
     for made in [&read_only, &no_inodes, &said] {
@@ -1232,8 +1214,7 @@ fn more_workers_per_cpu_than_a_slice_has_turns_is_refused() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_broken_pipe_on_an_output_names_it() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let mut child = spawn(&args(&["--csv", "-"]));
     drop(child.stdout.take());
     let pid = child.id();
@@ -1249,8 +1230,7 @@ fn a_broken_pipe_on_an_output_names_it() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_busy_cgroup_after_a_quiet_run_without_outputs_says_nothing_was_kept() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let child = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "1", "-q"]);
     let pid = child.id();
     wait_running(&base, pid);
@@ -1277,8 +1257,7 @@ fn a_busy_cgroup_after_a_quiet_run_without_outputs_says_nothing_was_kept() {
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn ctrl_z_stops_a_stalled_write() {
     use std::os::unix::fs::OpenOptionsExt;
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
@@ -1392,8 +1371,7 @@ fn qemu_guest_share_with_a_dangling_link_is_refused_by_the_checks() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn an_outside_sigcont_to_one_worker_fails_no_slice() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("one.csv");
     let args = ["--base", BASE, "--cgroup", "child", "--duration", "3", "--slices", "60"];
@@ -1432,8 +1410,7 @@ fn an_outside_sigcont_to_one_worker_fails_no_slice() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn outside_sigconts_do_not_put_time_outside_a_slice_into_it() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("cont.csv");
     let args = ["--base", BASE, "--cgroup", "control", "--duration", "3", "--slices", "60", "--per-cpu"];

@@ -10,8 +10,7 @@ use common::*;
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn each_stop_signal_in_each_phase_cleans_up_with_its_exit_code() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     // (signal, exit code, args, delay after the run is up)
     let cases: &[(i32, i32, &[&str], u64)] = &[
         (libc::SIGINT, 130, &["--cgroup", "nested:3", "--duration", "30"], 200),
@@ -36,8 +35,7 @@ fn each_stop_signal_in_each_phase_cleans_up_with_its_exit_code() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_signal_during_setup_leaves_nothing() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     // Sent as soon as the process exists: it lands during option checks, cgroup creation or
     // forking, whichever the process has reached.
     for delay_us in [0u64, 500, 2000, 5000] {
@@ -57,8 +55,7 @@ fn a_signal_during_setup_leaves_nothing() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_second_ctrl_c_does_not_abandon_cleanup_and_completed_repetitions_are_kept() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
     let json = dir.path().join("out.json");
@@ -105,8 +102,7 @@ fn a_second_ctrl_c_does_not_abandon_cleanup_and_completed_repetitions_are_kept()
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn sigkill_leaves_empty_cgroups_that_cleanup_removes() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let child = spawn(&["--base", BASE, "--cgroup", "child,nested:4", "--duration", "30"]);
     let pid = child.id();
     wait_running(&base, pid);
@@ -146,8 +142,7 @@ fn sigkill_leaves_empty_cgroups_that_cleanup_removes() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn cleanup_keeps_trees_of_live_runs_and_trees_with_processes() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     // A live run's tree is kept.
     let child = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "3"]);
     let pid = child.id();
@@ -182,8 +177,7 @@ fn cleanup_keeps_trees_of_live_runs_and_trees_with_processes() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn an_oom_killed_worker_is_reported_for_its_placement_and_the_others_still_report() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("tiny.toml");
     // 2 MiB of memory and 8 MiB touched per iteration, without swap: the OOM killer must act.
@@ -219,8 +213,7 @@ fn an_oom_killed_worker_is_reported_for_its_placement_and_the_others_still_repor
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn two_runs_at_once_do_not_clash_and_the_second_warns() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let first = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "2"]);
     let first_pid = first.id();
     wait_running(&base, first_pid);

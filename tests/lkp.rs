@@ -231,7 +231,7 @@ fn own_cgroup_is_below_the_root() -> bool {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_job_through_lkps_run_test_run_stats_and_create_stats_matrix() {
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     let Some(lkp) = lkp() else { return };
     let cpus = std::thread::available_parallelism().unwrap().get();
     // The default base is what the job's cgroup gives; only where this test runs below the

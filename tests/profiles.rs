@@ -7,8 +7,7 @@ use common::*;
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn shipped_profiles_build_apply_their_knobs_and_vanish() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let v1 = std::fs::read_to_string("/proc/self/cgroup").unwrap().lines().any(|l| l.contains(":memory:"));
     let profiles: &[&str] = if v1 {
         &["child", "nested-2", "nested-4", "nested-8", "limited", "protected"]
@@ -45,8 +44,7 @@ fn shipped_profiles_build_apply_their_knobs_and_vanish() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn knob_files_hold_the_written_values_during_the_run() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let child = spawn(&["--base", BASE, "--cgroup", "protected", "--duration", "2", "--no-baseline"]);
     let pid = child.id();
     let mut top = None;
@@ -75,8 +73,7 @@ fn knob_files_hold_the_written_values_during_the_run() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn bad_profiles_fail_before_anything_is_created() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let cases = [
         ("unknown.toml", "name = \"u\"\n[[level]]\n\"memory.maxx\" = \"1M\"\n", "unknown.toml:3: unknown knob"),
@@ -115,7 +112,7 @@ fn ram_bytes() -> u64 {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn published_setups_build_with_shares_of_ram_and_say_what_v1_cannot_set() {
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     let listing = std::process::Command::new(binary()).arg("profiles").output().unwrap();
     for name in ["protected-3", "lkp-cgroup2"] {
         assert!(text(&listing.stdout).lines().any(|l| l.starts_with(name)), "{name} is listed");

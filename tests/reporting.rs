@@ -274,8 +274,7 @@ fn completions_and_man_page_come_from_the_cli_definitions() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn the_progress_line_shows_on_a_terminal_only() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     // `script` gives the run a pseudo-terminal.
     let command = format!("{} --base {BASE} --duration 1 --interval 0.25", binary().display());
     // The typescript goes to a file of the test's own, never to the machine's /dev.

@@ -35,7 +35,7 @@ const MANY_CREWS: &[&str] =
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_soft_open_file_limit_too_low_for_the_crews_is_raised_and_every_slice_measures() {
-    let _guard = needs_root();
+    let (_guard, _) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("r.csv");
     let mut args = MANY_CREWS.to_vec();
@@ -54,9 +54,9 @@ fn a_soft_open_file_limit_too_low_for_the_crews_is_raised_and_every_slice_measur
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_hard_open_file_limit_too_low_is_refused_before_anything_is_made_saying_how_many_files() {
-    let _guard = needs_root();
+    let (_guard, base) = needs_root();
     let (pid, output) = run_limited(200, 200, MANY_CREWS);
-    assert_nothing_left(&runs_dir(), pid);
+    assert_nothing_left(&base, pid);
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
@@ -75,7 +75,7 @@ fn mem_available() -> u64 {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn crews_that_cannot_fit_in_memory_available_are_refused_before_any_crew_starts() {
-    let _guard = needs_root();
+    let (_guard, _) = needs_root();
     // Two crews of page_fault1 (128 MiB a worker) that together ask for a third more than the
     // machine has available.
     let tasks = (mem_available() / (2 * (128 << 20))) * 4 / 3 + 1;
@@ -118,7 +118,7 @@ impl Drop for LimitedCgroup {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn crews_that_cannot_fit_under_the_base_cgroups_limit_are_refused_naming_it() {
-    let _guard = needs_root();
+    let (_guard, _) = needs_root();
     let limited = LimitedCgroup::new("134217728");
     let base = limited.0.to_str().unwrap();
     // Two crews of two anon workers of 64 MiB chunks hold 256 MiB, which a guest's few hundred
@@ -144,7 +144,7 @@ fn crews_that_cannot_fit_under_the_base_cgroups_limit_are_refused_naming_it() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn the_scaling_table_says_the_exact_time_on_cpu_at_many_tasks() {
-    let _guard = needs_root();
+    let (_guard, _) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let args = ["--base", BASE, "--cgroup", "child", "--tasks", "2,256", "--duration", "1", "--json"];
@@ -180,7 +180,7 @@ fn the_scaling_table_says_the_exact_time_on_cpu_at_many_tasks() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn descriptors_the_run_inherits_count_against_its_limit() {
-    let _guard = needs_root();
+    let (_guard, _) = needs_root();
     let mut command = Command::new(binary());
     command.args(["--base", BASE, "--duration", "1", "-q"]);
     // SAFETY: dup2 and setrlimit only, between fork and exec.

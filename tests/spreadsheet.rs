@@ -36,7 +36,7 @@ fn cell_types(fods: &str) -> Vec<Vec<Option<String>>> {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn every_numeric_cell_is_a_number_in_libreoffice() {
-    let _serial = needs_root();
+    let (_serial, _) = needs_root();
     let soffice = ["soffice", "libreoffice"]
         .into_iter()
         .find(|tool| {

@@ -7,8 +7,7 @@ use common::*;
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn repetitions_interleave_and_json_carries_everything() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let (json, samples, csv) =
         (dir.path().join("run.json"), dir.path().join("samples.csv"), dir.path().join("run.csv"));
@@ -108,8 +107,7 @@ fn repetitions_interleave_and_json_carries_everything() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn every_generation_measures_in_cgroups_of_its_own_and_the_interval_is_over_them() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let (csv, json) = (dir.path().join("run.csv"), dir.path().join("run.json"));
     // 50 ms slices: a 1-CPU user-mode-linux guest stops its workers too late for 20 ms ones.

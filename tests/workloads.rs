@@ -8,8 +8,7 @@ use common::*;
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn every_workload_runs_counts_and_cleans_up_in_both_modes() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let tmp = tempfile::tempdir().unwrap();
     let workloads = ["anon", "file-private", "file-shared", "mmap-file", "usemem", "fork"];
     for mode in ["process", "thread"] {
@@ -82,8 +81,7 @@ fn every_workload_runs_counts_and_cleans_up_in_both_modes() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_task_sweep_yields_a_row_per_count_and_placement() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let tmp = tempfile::tempdir().unwrap();
     let csv = tmp.path().join("sweep.csv");
     let (_, output) = run_clean(
@@ -136,8 +134,7 @@ fn a_task_sweep_yields_a_row_per_count_and_placement() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn will_it_scale_page_faults_count_every_page() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let tmp = tempfile::tempdir().unwrap();
     for workload in ["page_fault1", "page_fault2", "page_fault3"] {
         let csv = tmp.path().join(format!("{workload}.csv"));
@@ -187,8 +184,7 @@ fn will_it_scale_page_faults_count_every_page() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn will_it_scale_fallocate_and_tlb_flush_count_operations() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let tmp = tempfile::tempdir().unwrap();
     for workload in ["fallocate1", "fallocate2", "tlb_flush2"] {
         let csv = tmp.path().join(format!("{workload}.csv"));
@@ -238,8 +234,7 @@ fn will_it_scale_fallocate_and_tlb_flush_count_operations() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn fixed_work_runs_exactly_n_iterations_and_reports_elapsed_and_sys_per_task_count() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let tmp = tempfile::tempdir().unwrap();
     let (csv, json) = (tmp.path().join("fixed.csv"), tmp.path().join("fixed.json"));
     let (_, output) = run_clean(
@@ -315,8 +310,7 @@ fn fixed_work_runs_exactly_n_iterations_and_reports_elapsed_and_sys_per_task_cou
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn fixed_work_counted_per_page_stops_at_the_page() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let tmp = tempfile::tempdir().unwrap();
     let csv = tmp.path().join("pages.csv");
     // 5,000 pages is not a whole number of page_fault1's 32,768-page mappings.
@@ -368,8 +362,7 @@ fn fixed_work_rejects_a_duration_and_bad_counts_before_anything_runs() {
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn huge_pages_under_thp_are_said_to_make_the_figures_per_page() {
-    let _serial = needs_root();
-    let base = runs_dir();
+    let (_serial, base) = needs_root();
     let (_, output) = run_clean(
         &base,
         &["--base", BASE, "--cgroup", "child", "--thp", "always", "--chunk", "2M", "--duration", "0.5", "-q"],

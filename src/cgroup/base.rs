@@ -235,7 +235,7 @@ pub fn foreign_processes(dir: &Path) -> Result<usize> {
 
 /// Whether the memory controller is available in `dir` (v2: listed in cgroup.controllers).
 pub fn memory_available(dir: &Path) -> Result<bool> {
-    cgfs::lists(&dir.join("cgroup.controllers"), "memory")
+    Ok(cgfs::controllers(dir)?.iter().any(|c| c == "memory"))
 }
 
 /// Whether `dir` passes memory on to its children (v2: listed in cgroup.subtree_control).

@@ -26,6 +26,12 @@ pub fn words(path: &Path) -> Result<Vec<String>> {
     Ok(read(path)?.split_whitespace().map(str::to_string).collect())
 }
 
+/// The controllers a v2 cgroup offers its members: its cgroup.controllers, the one reader of
+/// that file (the base's checks, layout detection and `env` all ask here).
+pub fn controllers(cgroup_dir: &Path) -> Result<Vec<String>> {
+    words(&cgroup_dir.join("cgroup.controllers"))
+}
+
 /// Whether `word` is one of the words of such a file.
 pub fn lists(path: &Path, word: &str) -> Result<bool> {
     Ok(words(path)?.iter().any(|w| w == word))

@@ -312,7 +312,8 @@ pub fn detect() -> Result<Detected> {
     let v2_controllers = mounts
         .iter()
         .find(|m| m.version == Version::V2)
-        .and_then(|m| fs::read_to_string(m.mount_point.join("cgroup.controllers")).ok());
+        .and_then(|m| super::fs::controllers(&m.mount_point).ok())
+        .map(|controllers| controllers.join(" "));
     Detected::classify(&mounts, &parse_proc_cgroup(&proc_cgroup), v2_controllers.as_deref())
 }
 

@@ -64,6 +64,11 @@ fn swap() -> String {
 }
 
 /// The running kernel's release (`/proc/sys/kernel/osrelease`, the one reader of it).
+/// The CPUs online, as the kernel lists them (`0-3,6`), or `unknown`.
+pub fn online_cpus() -> String {
+    read_line_or("/sys/devices/system/cpu/online", "unknown")
+}
+
 pub fn kernel_release() -> Option<String> {
     let release = read_line_or("/proc/sys/kernel/osrelease", "");
     (!release.is_empty()).then_some(release)

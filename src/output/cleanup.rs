@@ -16,7 +16,7 @@ const NEEDS_ROOT: &str = ", as root: removing it needs root (sudo faultscale cle
 pub fn run(dry_run: bool, version: VersionChoice, base: &str) -> Result<bool> {
     let root_user = nix::unistd::geteuid().is_root();
     let hierarchy = cgroup::detect()?.memory_hierarchy(version)?;
-    let root = cgroup::resolve_base(&hierarchy, &BaseSpec::parse(base)?)?;
+    let base_dir = cgroup::resolve_base(&hierarchy, &BaseSpec::parse(base)?)?;
     if !dry_run {
         crate::run::require_root(
             "cleanup",
@@ -25,9 +25,9 @@ pub fn run(dry_run: bool, version: VersionChoice, base: &str) -> Result<bool> {
     }
     let mut failed = false;
     let mut kept = false;
-    let leftovers = cleanup::find(&root);
+    let leftovers = cleanup::find(&base_dir);
     if leftovers.is_empty() {
-        out!("no faultscale cgroups under {}", root.display());
+        out!("no faultscale cgroups under {}", base_dir.display());
     }
     for leftover in leftovers {
         let path = leftover.top.display();

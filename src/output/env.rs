@@ -65,7 +65,7 @@ pub fn print(version: VersionChoice, base: &str) -> Result<bool> {
             line("memory used from", format!("cgroup {} at {}", h.version, h.mount_point.display()));
             line(&format!("base ({base})"), base_line(h, path, base));
             let controllers = match h.version {
-                Version::V2 => cgroup::fs::words(&path.join("cgroup.controllers")).unwrap_or_default().join(" "),
+                Version::V2 => cgroup::fs::controllers(path).unwrap_or_default().join(" "),
                 Version::V1 => "memory (v1 hierarchy)".into(),
             };
             line("controllers at base", if controllers.is_empty() { "none".into() } else { controllers });
@@ -85,7 +85,7 @@ pub fn print(version: VersionChoice, base: &str) -> Result<bool> {
         }
     };
     line("allowed CPUs", format_cpu_list(&cpus::allowed()?));
-    line("online CPUs", read_line_or("/sys/devices/system/cpu/online", "unknown"));
+    line("online CPUs", crate::measure::machine::online_cpus());
     line("THP enabled", crate::measure::machine::thp_setting("enabled").unwrap_or_else(|| "unavailable".into()));
     line("THP defrag", crate::measure::machine::thp_setting("defrag").unwrap_or_else(|| "unavailable".into()));
     line("kernel", crate::measure::machine::kernel_release().unwrap_or_else(|| "unknown".into()));

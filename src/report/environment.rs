@@ -116,7 +116,7 @@ impl Environment {
             memory_options,
             kernel_cmdline: read_line_or("/proc/cmdline", "unknown"),
             cpu_model,
-            online_cpus: read_line_or("/sys/devices/system/cpu/online", "unknown"),
+            online_cpus: crate::measure::machine::online_cpus(),
             allowed_cpus: format_cpu_list(allowed_cpus),
             governor,
             aslr: read_line_or("/proc/sys/kernel/randomize_va_space", "unknown"),

@@ -71,7 +71,7 @@ pub struct Document<Ms = Vec<Measurement>> {
 pub struct Settings {
     pub chunk_bytes: Option<u64>,
     pub cpus: Vec<usize>,
-    /// Fixed work (--iterations) has no duration: each slice is one whole run.
+    /// Fixed work (--iterations) has no duration: each slice is one whole pass of the work.
     pub duration_s: Option<f64>,
     pub generations: u32,
     pub interval_s: f64,

@@ -208,10 +208,13 @@ pub struct Facts {
     /// Why it cannot run with `--mode thread`, if it cannot.
     pub thread_mode_problem: Option<&'static str>,
     /// Asks, before anything is made, whether a directory can hold its files.
-    pub check_dir: Option<fn(&std::path::Path) -> Result<(), String>>,
+    pub check_dir: Option<DirCheck>,
     /// Builds worker `worker_index`'s loop; no side effects (`prepare` has them).
     pub create: fn(&WorkloadSettings, usize) -> Box<dyn Workload>,
 }
+
+/// Asks whether a directory can hold a workload's files: why not, in words, where it cannot.
+pub type DirCheck = fn(&std::path::Path) -> Result<(), String>;
 
 /// Every directory a workload puts its files in by default, once each (what `cleanup` searches
 /// when not told where a run's files went).

@@ -35,21 +35,56 @@ pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Root and a writable v1/v2 memory cgroup are required; without them the test fails with a
-/// message saying so. (FAULTSCALE_SKIP_ROOT_TESTS=1 at build time marks these tests ignored
-/// instead: build.rs.)
-pub fn needs_root() -> MutexGuard<'static, ()> {
+/// Every root test's preamble, once: root and a writable v1/v2 memory cgroup are required
+/// (without them the test fails with a message saying so), the test runs alone (the serial
+/// guard, to hold for the test's length), and `--base new` builds in the directory returned
+/// (`runs_dir`). FAULTSCALE_SKIP_ROOT_TESTS=1 at build time marks these tests ignored instead
+/// (build.rs, and `#[cfg_attr(skip_root_tests, ignore = ...)]` on each).
+pub fn needs_root() -> (MutexGuard<'static, ()>, PathBuf) {
     assert!(
         nix_is_root(),
         "this test needs root and a memory cgroup it may create children in; run as root, or set FAULTSCALE_SKIP_ROOT_TESTS=1 to mark such tests ignored"
     );
-    let base = own_memory_cgroup();
+    let own = own_memory_cgroup();
     assert!(
-        base.join("cgroup.procs").is_file(),
+        own.join("cgroup.procs").is_file(),
         "this test needs the memory cgroup it runs in ({}) to be visible; see `faultscale env`",
-        base.display()
+        own.display()
     );
-    serial()
+    let serial = serial();
+    (serial, runs_dir())
+}
+
+/// Why libtest marks a root test ignored where FAULTSCALE_SKIP_ROOT_TESTS=1 was set at build
+/// time: the same words as each `#[cfg_attr(skip_root_tests, ignore = ...)]`.
+pub const SKIP_ROOT_TESTS: &str = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup";
+
+/// A root test that needs what a machine may lack at run time (perf events, the perf tool, a
+/// disk file system), for the files whose harness is libtest-mimic (`harness = false` in
+/// Cargo.toml): libtest has no run-time skip, and a test returning early would count as
+/// passed. Where `missing` names what this machine lacks, the test is reported ignored and
+/// the reason said (`skipped: ...`, which the guest runner shows); where the build set
+/// FAULTSCALE_SKIP_ROOT_TESTS=1, ignored as the libtest files' root tests are.
+pub fn root_trial(name: &'static str, missing: Option<String>, test: fn()) -> libtest_mimic::Trial {
+    let missing = if cfg!(skip_root_tests) { Some(SKIP_ROOT_TESTS.to_string()) } else { missing };
+    if let Some(why) = &missing {
+        shown!("{name}: skipped: {why}");
+    }
+    trial(name, test).with_ignored_flag(missing.is_some())
+}
+
+/// A test in a libtest-mimic file, which fails where it panics, as under libtest.
+pub fn trial(name: &'static str, test: fn()) -> libtest_mimic::Trial {
+    libtest_mimic::Trial::test(name, move || {
+        test();
+        Ok(())
+    })
+}
+
+/// Runs a libtest-mimic file's trials with libtest's command line (`--exact`, `--skip`,
+/// `--test-threads`, `--nocapture` as the guest runner passes them) and its exit code.
+pub fn run_trials(trials: Vec<libtest_mimic::Trial>) -> ! {
+    libtest_mimic::run(&libtest_mimic::Arguments::from_args(), trials).exit()
 }
 
 fn nix_is_root() -> bool {
@@ -134,13 +169,11 @@ pub fn cleanup(extra: &[&str]) -> Output {
         .expect("running faultscale cleanup")
 }
 
-/// Whether this kernel has perf events; where it has none, tests of them skip and say so.
-pub fn perf_events_available() -> bool {
+/// What this machine lacks for perf events, if anything (a kernel without them, as the
+/// user-mode-linux guests' is).
+pub fn perf_events_missing() -> Option<String> {
     let available = Path::new("/proc/sys/kernel/perf_event_paranoid").exists();
-    if !available {
-        eprintln!("skipped: this kernel has no perf events (/proc/sys/kernel/perf_event_paranoid is missing)");
-    }
-    available
+    (!available).then(|| "this kernel has no perf events (/proc/sys/kernel/perf_event_paranoid is missing)".to_string())
 }
 
 /// Directories under `base` made by the faultscale process `pid`.
