@@ -37,11 +37,11 @@ use crate::workload;
 /// workers may be using, so not too often.
 const DONE_POLL_NS: u64 = 5_000_000;
 
-/// Each time-based slice is first preceded by one whole iteration of each worker, unmeasured
-/// (`park::settle`): the crew that ran on the CPUs before was another (its caches, the per-CPU
-/// memcg charge cache) except where ABBA repeats a placement at a round's turn, so every measured
-/// window starts after the same settling. What that iteration costs per fault, against the
-/// measured window, is the switch's cost (`HarnessTimes::settle_*`, scripts/bench-noise).
+// Each time-based slice is first preceded by one whole iteration of each worker, unmeasured
+// (`park::settle`): the crew that ran on the CPUs before was another (its caches, the per-CPU
+// memcg charge cache) except where ABBA repeats a placement at a round's turn, so every measured
+// window starts after the same settling. What that iteration costs per fault, against the
+// measured window, is the switch's cost (`HarnessTimes::settle_*`, scripts/bench-noise).
 
 /// A slice overran (the harness was stopped, its rate not comparable) when it measured more
 /// than 10% of its slice plus OVERRUN_SLACK_NS longer. The slack is the harness's own lateness,
