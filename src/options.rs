@@ -34,7 +34,7 @@ const AUTO_ITERATIONS_PER_SLICE: f64 = 20.0;
 const AUTO_PAGE_S: f64 = 1e-6;
 /// The most slices `auto` makes (100 s at 0.025 s) and `--slices` takes.
 const MAX_SLICES: u32 = 4000;
-/// The shortest slice: below it the freeze and thaw are a visible part of the slice.
+/// The shortest slice: below it the park and wake are a visible part of the slice.
 const MIN_SLICE: Duration = Duration::from_millis(20);
 
 /// The longest placement name: within NAME_MAX (255) with the run's `faultscale-<pid>-<nonce>-`
@@ -313,7 +313,7 @@ fn slices(args: &RunArgs, fixed_work: bool, duration: Duration) -> Result<u32> {
     let slices = match args.slices.trim() {
         // Fixed work: three whole passes of the work, the fewest that give an interval.
         "auto" if fixed_work => 3,
-        // From 5 s, 25 ms slices (at most MAX_SLICES): workers live through the run, frozen
+        // From 5 s, 25 ms slices (at most MAX_SLICES): workers live through the run, parked
         // between slices, so a slice costs no fork and no warmup, and short slices pair
         // neighbouring moments of a noisy machine: on the 2-CPU VM, 10 s, the overhead's 95%
         // half-width was 1.7-1.8 points with 0.1 s slices, 0.9-1.35 with 50 ms, 0.6-0.9 with

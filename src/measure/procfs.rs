@@ -55,7 +55,7 @@ pub struct SchedTimes {
     /// Runnable, waiting for a CPU (schedstat's run_delay); None where the kernel keeps no
     /// schedstat and the thread's CPU clock stood in for the time on CPU.
     pub wait_ns: Option<u64>,
-    /// Times it was put on a CPU (schedstat's third field): one per thaw when nothing else
+    /// Times it was put on a CPU (schedstat's third field): one per wake when nothing else
     /// wanted the CPU, more where it was preempted; None without schedstat.
     pub timeslices: Option<u64>,
 }

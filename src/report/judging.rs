@@ -67,9 +67,10 @@ fn starved_baselines(report: &mut Report) {
     report.warnings.extend(worst_of_each(starved));
 }
 
-/// SIGSTOP freezes each worker mid-iteration: the kernel has counted up to one iteration's
-/// faults per worker that the loop counter has not. That much difference is the protocol,
-/// not a disagreement; anything beyond it and 1% is.
+/// A worker parks at an iteration boundary, but a per-page loop publishes its counter per page
+/// and fixed work ends mid-iteration, and the kernel's count may run a fault ahead: up to one
+/// iteration's faults per worker of difference is the protocol, not a disagreement; anything
+/// beyond it and 1% is.
 fn counts_disagree(
     plan: &crate::plan::Plan,
     m: &Measurement,

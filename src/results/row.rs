@@ -88,7 +88,7 @@ pub struct Row {
     /// elapsed time (first start to last finish). Empty for timed runs.
     pub iterations_per_task: Option<u64>,
     /// The cost of a fault: the workers' on-CPU ns over their faults (schedstat, read with the
-    /// workers frozen at both ends). The overhead is this over the baseline's.
+    /// workers parked at both ends). The overhead is this over the baseline's.
     pub cpu_ns_per_fault: Option<f64>,
     /// Worker-seconds on a CPU, waiting for one (other load), and the rest of the slice
     /// (blocked: reclaim, I/O, locks; or stopped); the steal of the CPUs used.
@@ -99,7 +99,7 @@ pub struct Row {
     /// The baseline's throughput over this placement's in the same slice (wall-clock rates).
     pub throughput_vs_baseline: Option<f64>,
     /// Times the row's workers were put on their CPUs in the slice (schedstat): one each per
-    /// thaw when nothing else ran there.
+    /// wake when nothing else ran there.
     pub timeslices: Option<u64>,
     /// The largest share of the slice a worker spent runnable but waiting for its CPU
     /// (schedstat run_delay): over 0.02 the slice was disturbed.

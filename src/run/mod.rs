@@ -1,6 +1,6 @@
 //! The measurement: each placement's workers at each task count (a crew) made for a
-//! generation of rounds, frozen between its slices, and thawed for each slice it measures; the
-//! snapshot read with the crew frozen at both ends, the slice's figures their difference
+//! generation of rounds, parked between its slices (park.rs), and woken for each slice it
+//! measures; the snapshot read with the crew parked at both ends, the slice's figures their difference
 //! (slice.rs, snapshot.rs). The session drives slices through `Slicer`, which `RealSlicer`
 //! implements.
 //!
@@ -50,7 +50,7 @@ pub trait Slicer {
 }
 
 /// Slices measured for real: forked, pinned workers in real cgroups, one crew per placement
-/// and task count at a time (the session retires them at each generation's end), frozen
+/// and task count at a time (the session retires them at each generation's end), parked
 /// between its slices.
 pub struct RealSlicer {
     spec: RunSpec,
@@ -185,9 +185,9 @@ pub fn set_process_name(name: &str) {
     }
 }
 
-/// The harness wakes only to freeze, read and thaw the workers, on CPUs they keep busy: as
+/// The harness wakes only to park, read and wake the workers, on CPUs they keep busy: as
 /// an ordinary task it waited 1.4 ms for a CPU per slice (schedstat, 25 ms slices on the
-/// 2-CPU VM), time the frozen crews and the run's wall clock pay. SCHED_FIFO gets it on at
+/// 2-CPU VM), time the parked crews and the run's wall clock pay. SCHED_FIFO gets it on at
 /// once; SCHED_RESET_ON_FORK gives every worker forked after this the ordinary policy and
 /// nice 0. Best effort: where the kernel refuses (no CAP_SYS_NICE, an RT-less cpu cgroup)
 /// the harness stays ordinary.

@@ -18,15 +18,15 @@ pub struct WorkerResult {
     pub cpu_share: f64,
     /// When this worker entered its loop, from the release signal.
     pub start_offset_ns: u64,
-    /// Time on its CPU over the measured span (schedstat, or the thread's CPU clock), read with
-    /// the worker frozen at both ends: the cost of its faults, whatever else ran.
+    /// Time on its CPU over its window (schedstat, or the thread's CPU clock), read by the worker
+    /// itself at its park at both ends: the cost of its faults, whatever else ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_cpu_ns: Option<u64>,
     /// Time runnable but waiting for a CPU (schedstat's run_delay): other load.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_ns: Option<u64>,
     /// Times it was put on its CPU over the slice (schedstat): 1 when nothing preempted it
-    /// after the thaw, more where something else ran there in between.
+    /// after its wake, more where something else ran there in between.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeslices: Option<u64>,
     /// The hypervisor's steal of this worker's CPU over the slice (/proc/stat).
@@ -77,7 +77,7 @@ pub struct SliceResult {
     /// workers were stopped (Ctrl-Z) or starved (overload, far more tasks than CPUs).
     pub overran: bool,
     /// What the memcg did during the slice: its counters' deltas (reclaim, limit hits, stall
-    /// microseconds), read while the workers were frozen.
+    /// microseconds), read while the workers were parked.
     pub memcg: crate::measure::memcg::Counters,
     /// Whose stall time psi_* is: the cgroup's own, or the system's where only that exists.
     pub psi_scope: Option<crate::measure::memcg::PsiScope>,
@@ -87,18 +87,18 @@ pub struct SliceResult {
     pub harness: Option<HarnessTimes>,
 }
 
-/// The harness's own cost around one slice, in ns: the set-up of its crew (fork to frozen
-/// after warmup; on the crew's first slice only), the thaw (one SIGCONT to the group), the
-/// freeze (SIGSTOP until every worker is seen stopped) and the reading of the snapshot; and
-/// what the settling window before the slice measured.
+/// The harness's own cost around one slice, in ns: the set-up of its crew (fork to parked
+/// after warmup; on the crew's first slice only), the wake (one FUTEX_WAKE), the park (from
+/// the slice's end until the last worker parked at its iteration boundary) and the reading of
+/// the snapshot; and what the settling iteration before the slice measured.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HarnessTimes {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub set_up_ns: Option<u64>,
-    pub thaw_ns: u64,
-    pub freeze_ns: u64,
+    pub wake_ns: u64,
+    pub park_ns: u64,
     pub snapshot_ns: u64,
-    /// The unmeasured settling window before the slice: the workers' time on their CPUs and
+    /// The unmeasured settling iteration before the slice: the workers' time on their CPUs and
     /// the faults they took in it (0 for fixed work, which has none).
     pub settle_on_cpu_ns: u64,
     pub settle_faults: u64,

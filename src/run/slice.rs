@@ -99,7 +99,7 @@ pub struct Crew {
 
 impl Crew {
     /// Forks, pins and readies the workers and opens their counters; a time-based crew is
-    /// then released, warmed and frozen, a fixed-work one stays parked until its slice.
+    /// then released, warmed and parked, a fixed-work one waits for its start signal.
     pub fn set_up(
         spec: &RunSpec,
         request: &SliceSpec,
@@ -246,8 +246,8 @@ impl Crew {
         let profile = self.name_profile();
         let harness = HarnessTimes {
             set_up_ns: self.set_up_ns.take(),
-            thaw_ns: started_ns - asked_ns,
-            freeze_ns: parked_ns - stopped_ns,
+            wake_ns: started_ns - asked_ns,
+            park_ns: parked_ns - stopped_ns,
             snapshot_ns: read_ns - parked_ns,
             settle_on_cpu_ns,
             settle_faults,
@@ -409,7 +409,7 @@ impl Crew {
         }
     }
 
-    /// --profile: the slice's samples named while the workers are frozen, so their mappings
+    /// --profile: the slice's samples named while the workers are parked, so their mappings
     /// still say what the user frames are; the samplers stay open for the crew's next slice.
     fn name_profile(&mut self) -> Option<ProfileCounts> {
         (!self.samplers.is_empty()).then(|| {
@@ -621,7 +621,7 @@ mod tests {
     }
 
     #[test]
-    fn a_timed_slice_counts_loop_and_kernel_faults_over_the_thawed_span() {
+    fn a_timed_slice_counts_loop_and_kernel_faults_over_the_workers_windows() {
         let run = figures(&facts(false), deltas(), Vec::new()).unwrap();
         assert_eq!(run.elapsed_ns, 100_000_000);
         assert_eq!(run.loop_faults(), 350 * 256);
