@@ -147,9 +147,10 @@ fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
     }
 }
 
-/// --per-cpu: one worker's row, from that worker's own counters.
+/// --per-cpu: one worker's row, from that worker's own counters over its own window.
 fn worker_row(report: &Report, costs: &[LevelCost], m: &Measurement, index: usize, worker: &WorkerResult) -> Row {
-    let faults_per_sec = worker.loop_faults as f64 / m.result.elapsed_s();
+    let window_ns = worker.window_ns(m.result.elapsed_ns);
+    let faults_per_sec = worker.loop_faults as f64 / (window_ns.max(1) as f64 / 1e9);
     let seconds = |ns: u64| round6(ns as f64 / 1e9);
     let slice = slice_row(report, costs, m);
     Row {
@@ -173,6 +174,7 @@ fn worker_row(report: &Report, costs: &[LevelCost], m: &Measurement, index: usiz
         blocked_s: worker.blocked_ns(m.result.elapsed_ns).map(seconds),
         steal_s: worker.steal_ns.map(seconds),
         timeslices: worker.timeslices,
+        duration_s: seconds(window_ns),
         ..slice
     }
 }

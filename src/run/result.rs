@@ -48,8 +48,12 @@ impl WorkerResult {
     /// schedstat. (Where the kernel counts steal as time on the CPU, this is short by the steal.)
     pub fn blocked_ns(&self, slice_ns: u64) -> Option<u64> {
         let accounted = self.on_cpu_ns? + self.wait_ns? + self.steal_ns.unwrap_or(0);
-        let span_ns = if self.span_ns > 0 { self.span_ns } else { slice_ns };
-        Some(span_ns.saturating_sub(accounted))
+        Some(self.window_ns(slice_ns).saturating_sub(accounted))
+    }
+
+    /// Its own window, or the slice's time (`slice_ns`) where its own is not known.
+    pub fn window_ns(&self, slice_ns: u64) -> u64 {
+        if self.span_ns > 0 { self.span_ns } else { slice_ns }
     }
 }
 
