@@ -102,8 +102,11 @@ impl RunOptions {
         }
         check_siblings(&placements, &task_counts, args.mode.into())?;
         check_turns(&timing, &task_counts, cpus.len())?;
-        check_inodes(args, &memory.tmpdir, task_counts.iter().max().copied().unwrap_or(1) * placements.len())?;
-        check_space(args, &memory, task_counts.iter().max().copied().unwrap_or(1) * placements.len())?;
+        // Every crew's worker has a file of its own, or every CPU slot one the crews share.
+        let files = most_tasks
+            * if WorkloadKind::from(args.workload).shares_file_across_crews() { 1 } else { placements.len() };
+        check_inodes(args, &memory.tmpdir, files)?;
+        check_space(args, &memory, files)?;
         let profile_dir = profile_dir(args)?;
         check_one_stdout(args)?;
 

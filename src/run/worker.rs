@@ -148,8 +148,13 @@ fn worker(plan: &WorkerPlan, slot_index: usize, cpu: usize, gate: &StartGate) ->
     if let Err(reason) = super::cpus::pin_current(cpu) {
         return reason;
     }
-    // Numbered across the run, so two placements' workers never share a file.
-    let mut workload = workload::create(plan.settings, plan.first_file_index + slot_index);
+    // Numbered across the run, so two placements' workers never share a file; except where the
+    // workload's file is its CPU slot's, shared by the crews.
+    let number = match plan.settings.kind.shares_file_across_crews() {
+        true => slot_index,
+        false => plan.first_file_index + slot_index,
+    };
+    let mut workload = workload::create(plan.settings, number);
     if let Err(e) = workload.prepare() {
         return e;
     }

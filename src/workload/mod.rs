@@ -102,6 +102,16 @@ impl WorkloadKind {
         }
     }
 
+    /// Whether the workers on one CPU slot share one file across the crews (placements), as
+    /// will-it-scale's one task has one: page_fault2 only reads its file's pages and copies
+    /// them, each copy charged to the faulting worker's memcg, so a file a crew only multiplied
+    /// the memory (P files a CPU; 4,783 MiB against will-it-scale's 1,568 at 8 tasks, P=4).
+    /// Not page_fault3, whose writes dirty the shared page and account it to the memcg that
+    /// owns the page, nor the chunk workloads, whose files are the user's --chunk.
+    pub fn shares_file_across_crews(self) -> bool {
+        self == WorkloadKind::PageFault2
+    }
+
     /// What one parked worker holds: it parks at an iteration boundary, after its munmap, so
     /// only what outlives an iteration: its file's pages, a forking worker's own memory.
     pub fn parked_bytes_per_worker(self, chunk_bytes: u64, size_bytes: u64) -> u64 {
@@ -109,9 +119,10 @@ impl WorkloadKind {
         match self {
             W::FilePrivate | W::FileShared => chunk_bytes,
             W::UsememFile | W::Fork => size_bytes,
-            W::PageFault2 | W::PageFault3 => page_fault::MEMSIZE as u64,
+            // page_fault2's file is its CPU slot's, held once (in the running worker's count).
+            W::PageFault3 => page_fault::MEMSIZE as u64,
             W::Fallocate1 | W::Fallocate2 => fallocate::FILE_BYTES as u64,
-            W::Anon | W::MmapFile | W::Usemem | W::PageFault1 | W::TlbFlush2 => 0,
+            W::Anon | W::MmapFile | W::Usemem | W::PageFault1 | W::PageFault2 | W::TlbFlush2 => 0,
         }
     }
 
@@ -675,6 +686,15 @@ pub(crate) unsafe fn touch_pages(start: *mut u8, len: usize, page_size: usize) {
 
 /// Creates (afresh, so its page cache is charged to this worker's cgroup) a file of `len`
 /// bytes and opens it read-write.
+/// The file of `len` bytes at `path`, made where it is not there yet (a crew set up before
+/// this one's worker on the same CPU slot made it; crews are set up one at a time).
+pub(crate) fn shared_file(path: &std::path::Path, len: u64) -> Result<std::fs::File, String> {
+    match std::fs::OpenOptions::new().read(true).write(true).open(path) {
+        Ok(file) if file.metadata().is_ok_and(|m| m.len() == len) => Ok(file),
+        _ => fresh_file(path, len),
+    }
+}
+
 pub(crate) fn fresh_file(path: &std::path::Path, len: u64) -> Result<std::fs::File, String> {
     let _ = std::fs::remove_file(path);
     let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(path).map_err(|e| {

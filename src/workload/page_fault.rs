@@ -8,7 +8,7 @@
 //! will-it-scale unlinks its file after creating it; here it lives in the run directory
 //! (tmpfs /dev/shm by default, as the LKP reports ran them) and goes with it.
 
-use super::{Counter, ThpMode, Workload, WorkloadSettings, apply_thp, fresh_file, map};
+use super::{Counter, ThpMode, Workload, WorkloadSettings, apply_thp, fresh_file, map, shared_file};
 use std::os::fd::AsRawFd;
 
 /// will-it-scale's MEMSIZE.
@@ -45,9 +45,12 @@ impl PageFault {
 impl Workload for PageFault {
     fn prepare(&mut self) -> Result<(), String> {
         apply_thp(self.thp)?;
-        if self.variant != Variant::Anonymous {
-            self.file = Some(fresh_file(&self.path, MEMSIZE as u64)?);
-        }
+        self.file = match self.variant {
+            Variant::Anonymous => None,
+            // One file a CPU slot for every crew (`WorkloadKind::shares_file_across_crews`).
+            Variant::FilePrivate => Some(shared_file(&self.path, MEMSIZE as u64)?),
+            Variant::FileShared => Some(fresh_file(&self.path, MEMSIZE as u64)?),
+        };
         Ok(())
     }
 
