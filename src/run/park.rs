@@ -20,7 +20,7 @@ use super::slots::{OwnReading, Slot, Slots};
 use super::snapshot::TaskCounts;
 use super::workers::Workers;
 use crate::measure::clock::monotonic_ns;
-use crate::measure::procfs::{OwnTimes, process_stat};
+use crate::measure::procfs::{OwnTimes, SchedTimes, process_stat};
 
 /// Sleeps while `word` holds `expected`, at most `timeout`; returns at once where it does not
 /// (or a wake, a signal, the timeout). Not FUTEX_PRIVATE: the word is in a mapping shared
@@ -47,8 +47,13 @@ pub struct WorkerParker<'a> {
     /// When it was last made runnable to leave a park (or entered its loop): the start of its
     /// current window.
     resumed_ns: Cell<u64>,
-    /// Its wait for its CPU (schedstat's run_delay) at its last reading.
+    /// Its wait for its CPU (schedstat's run_delay) as last read: at its reading, just before
+    /// it sleeps, as it leaves the park.
     waited_ns: Cell<Option<u64>>,
+    /// What it waited for its CPU between a reading and its sleep, in no window: the last to
+    /// park wakes the harness, which on a CPU of its own preempts it there (SCHED_FIFO) while it
+    /// reads and figures the slice. Left out of the wait it publishes.
+    parked_wait_ns: Cell<u64>,
     one_iteration: &'a AtomicU32,
     /// Woken for a settling window and not yet through its one iteration.
     owes_iteration: Cell<bool>,
@@ -66,6 +71,7 @@ impl<'a> WorkerParker<'a> {
             times: RefCell::new(times),
             resumed_ns: Cell::new(monotonic_ns()),
             waited_ns: Cell::new(None),
+            parked_wait_ns: Cell::new(0),
             one_iteration: &slots.control().one_iteration,
             owes_iteration: Cell::new(false),
         })
@@ -81,6 +87,8 @@ impl<'a> WorkerParker<'a> {
         let mut times = self.times.borrow_mut();
         let sched = times.sched();
         self.waited_ns.set(sched.and_then(|s| s.wait_ns));
+        let parked_wait_ns = self.parked_wait_ns.get();
+        let sched = sched.map(|s| SchedTimes { wait_ns: s.wait_ns.map(|w| w.saturating_sub(parked_wait_ns)), ..s });
         let (own, children) = times.usage();
         let children_ns = children.map(|c| (c.user_us + c.sys_us) * 1000);
         let children = children.unwrap_or_default();
@@ -120,6 +128,7 @@ impl<'a> WorkerParker<'a> {
                     futex_wake(self.parked, 1);
                 }
             }
+            self.leave_out_parked_wait();
             futex_wait(self.command, command, None);
             self.resumed_ns.set(self.woken_ns());
             self.owes_iteration.set(self.one_iteration.load(Ordering::Acquire) == 1);
@@ -134,11 +143,23 @@ impl<'a> WorkerParker<'a> {
     /// loop reached it: the wake's tail before that is in no window.
     fn woken_ns(&self) -> u64 {
         let now = monotonic_ns();
-        let waited = self.times.borrow_mut().sched().and_then(|s| s.wait_ns);
-        match (waited, self.waited_ns.get()) {
-            (Some(now_waited), Some(then)) => now.saturating_sub(now_waited.saturating_sub(then)),
-            _ => now,
+        let waited = self.waited_since_read();
+        now.saturating_sub(waited.unwrap_or(0))
+    }
+
+    /// Just before it sleeps: what it waited for its CPU since its reading is in no window.
+    fn leave_out_parked_wait(&self) {
+        if let Some(waited) = self.waited_since_read() {
+            self.parked_wait_ns.set(self.parked_wait_ns.get() + waited);
         }
+    }
+
+    /// Its wait for its CPU since `waited_ns` was read, which it becomes.
+    fn waited_since_read(&self) -> Option<u64> {
+        let now = self.times.borrow_mut().sched().and_then(|s| s.wait_ns);
+        let since = now.zip(self.waited_ns.get()).map(|(now, then)| now.saturating_sub(then));
+        self.waited_ns.set(now);
+        since
     }
 }
 
