@@ -214,6 +214,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub profile_dir: Option<String>,
 
+    /// Count every worker's lock contentions while slices are measured (the kernel's
+    /// lock:contention_begin/end tracepoints, Linux 5.19 and later): contentions per 1,000
+    /// operations and wait ns per operation against the baseline, and the callers that
+    /// contended. Where the events cannot be opened the run goes on without lock figures
+    #[arg(long)]
+    pub locks: bool,
+
     /// Add one CSV row per worker, with its CPU, and each worker's counters to the JSON
     #[arg(long)]
     pub per_cpu: bool,

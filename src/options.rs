@@ -137,6 +137,7 @@ impl RunOptions {
             page_size,
             profile: args.profile || args.profile_dir.is_some(),
             profile_dir,
+            locks: args.locks,
             iterations: timing.iterations,
         };
         Ok(RunOptions {

@@ -143,6 +143,7 @@ impl Session {
             interval: plan.interval,
             kernel_count: plan.kernel_count,
             profile: plan.profile,
+            locks: plan.locks,
         }
     }
 
@@ -251,6 +252,7 @@ fn check_budgets(plan: &Plan, hierarchy: &Hierarchy, base: &std::path::Path) -> 
         workers: plan.task_counts.iter().copied().max().unwrap_or(1),
         perf: plan.kernel_count == run::KernelCountSource::Perf,
         profile: plan.profile,
+        locks: plan.locks,
     };
     run::budget::ensure_open_files(&crews)?;
     // One crew runs at a time; the others are parked, holding what outlives an iteration.

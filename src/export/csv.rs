@@ -141,6 +141,8 @@ fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
         timeslices: crew.timeslices,
         overran: result.overran,
         disturbance: record.disturbance.map(round6),
+        lock_contentions_per_kop: record.lock_contentions_per_kop.map(round6),
+        lock_wait_ns_per_op: record.lock_wait_ns_per_op.map(round6),
         round_complete: record.round_complete,
         counted: record.counted,
         ..slice_row(report, costs, m)

@@ -49,6 +49,8 @@ pub fn measurement<'a>(report: &Report, m: &'a crate::report::Measurement, per_c
         memcg_ns_per_fault: Report::memcg_ns_per_fault(m),
         ns_per_fault: m.ns_per_fault(),
         disturbance: m.disturbance(),
+        lock_contentions_per_kop: m.lock_contentions_per_kop(),
+        lock_wait_ns_per_op: m.lock_wait_ns_per_op(),
         round_complete: m.round_complete,
         counted: report.counted(m),
         result: SliceData {
@@ -64,6 +66,7 @@ pub fn measurement<'a>(report: &Report, m: &'a crate::report::Measurement, per_c
             psi_scope: result.psi_scope,
             profile: result.profile.as_ref(),
             harness: result.harness,
+            locks: result.locks.clone(),
         },
         ratio_vs_root: None,
         ratio_vs_baseline: None,

@@ -30,6 +30,7 @@ pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     super::resolution::level_lines(out, report)?;
     siblings_lines(out, &summaries, columns.sweep)?;
     memcg_lines(out, report, &summaries)?;
+    lock_lines(out, report, &summaries, columns.sweep)?;
     if columns.sweep {
         scaling(out, &summaries)?;
     }
@@ -478,6 +479,57 @@ fn memcg_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSumma
                 writeln!(out, "  most changed per {}: {}", report.unit.singular(), moved.join(", "))?;
             }
         }
+    }
+    Ok(())
+}
+
+/// --locks: per placement, one line: contentions per 1,000 operations and wait ns per
+/// operation, each with its difference from the baseline and that difference's interval,
+/// and the callers with the most wait and their share of it.
+fn lock_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummary], sweep: bool) -> Result<()> {
+    let unit = report.unit.singular();
+    for summary in summaries {
+        let Some(locks) = &summary.locks else { continue };
+        let versus = |difference: Option<crate::report::locks::Difference>, digits: usize| match difference {
+            None => String::new(),
+            Some(d) => match d.half_width {
+                Some(h) => format!(
+                    " ({:+.digits$}, 95% CI {:+.digits$} to {:+.digits$} vs {}{})",
+                    d.mean,
+                    d.mean - h,
+                    d.mean + h,
+                    report.baseline_name(),
+                    match d.units {
+                        0 | 1 => ", one cgroup instance".to_string(),
+                        n => format!(", over {n} cgroup instances"),
+                    }
+                ),
+                None => format!(" ({:+.digits$} vs {}, one slice: no interval)", d.mean, report.baseline_name()),
+            },
+        };
+        let callers: Vec<String> = locks
+            .callers
+            .iter()
+            .filter(|c| c.wait_ns > 0)
+            .take(3)
+            .map(|c| format!("{:.0}% {} {}", 100.0 * c.share, c.kind, c.caller))
+            .collect();
+        writeln!(
+            out,
+            "locks: {}{}: {:.2} contentions/1k {unit}s{}, {:.1} ns/{unit} waiting{}{}{}",
+            summary.placement.name,
+            if sweep { format!(" at {}", crate::text::plural(summary.tasks, "task")) } else { String::new() },
+            locks.contentions_per_kop,
+            versus(locks.contentions_per_kop_vs_baseline, 2),
+            locks.wait_ns_per_op,
+            versus(locks.wait_ns_per_op_vs_baseline, 1),
+            if callers.is_empty() { String::new() } else { format!("; {}", callers.join(", ")) },
+            if locks.lost > 0 {
+                format!(" ({} records lost: short by them)", thousands(locks.lost as f64))
+            } else {
+                String::new()
+            },
+        )?;
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! memcg counters per cgroup, and the kernel's per-task counters in /proc.
 
 pub mod clock;
+pub mod locks;
 pub mod machine;
 pub mod memcg;
 pub mod perf;

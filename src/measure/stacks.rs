@@ -98,6 +98,21 @@ thread_local! {
     static SYMBOLIZER: Symbolizer = Symbolizer::new();
 }
 
+/// Kernel addresses' function names, None where unknown: --locks's callers, from the run's
+/// one symbolizer.
+pub fn kernel_names(addresses: &[u64]) -> Vec<Option<String>> {
+    SYMBOLIZER.with(|symbolizer| {
+        let named =
+            symbolizer.symbolize(&Source::Kernel(Kernel::default()), Input::AbsAddr(addresses)).unwrap_or_default();
+        (0..addresses.len())
+            .map(|index| match named.get(index) {
+                Some(Symbolized::Sym(sym)) => Some(sym.name.to_string()),
+                _ => None,
+            })
+            .collect()
+    })
+}
+
 /// Names the chains of one worker process (`pid`, still alive: stopped) and counts them.
 pub fn count(stacks: &[Vec<u64>], pid: u32, lost: u64) -> ProfileCounts {
     SYMBOLIZER.with(|symbolizer| count_with(symbolizer, stacks, pid, lost))

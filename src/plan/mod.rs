@@ -164,6 +164,8 @@ pub struct Plan {
     pub profile: bool,
     /// --profile-dir: where folded stacks and flame graphs go.
     pub profile_dir: Option<PathBuf>,
+    /// --locks: count the workers' lock contentions through the kernel's tracepoints.
+    pub locks: bool,
     /// --iterations: fixed work per worker instead of a fixed time; each slice is then one
     /// complete run timed from the first worker's start to the last one's finish.
     pub iterations: Option<u64>,

@@ -31,6 +31,7 @@ pub fn test_plan() -> Plan {
         page_size: 4096,
         profile: false,
         profile_dir: None,
+        locks: false,
         iterations: None,
     }
 }
@@ -77,6 +78,7 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
                 memcg: Default::default(),
                 psi_scope: None,
                 profile: None,
+                locks: None,
                 harness: None,
             };
             let sequence = measurements.len();

@@ -7,6 +7,7 @@ pub mod environment;
 pub mod fixture;
 pub mod judging;
 pub mod levels;
+pub mod locks;
 mod summary;
 pub mod warnings;
 
@@ -93,6 +94,19 @@ impl Measurement {
 
     pub fn faults_per_sec(&self) -> f64 {
         self.result.loop_faults() as f64 / self.result.elapsed_s()
+    }
+
+    /// --locks: the crew's lock contentions per 1,000 operations (the loop's units); None
+    /// where not counted or no operation was done.
+    pub fn lock_contentions_per_kop(&self) -> Option<f64> {
+        let operations = self.result.loop_faults();
+        (operations > 0).then(|| self.result.locks.as_ref().map(|l| l.contentions as f64 * 1e3 / operations as f64))?
+    }
+
+    /// --locks: the crew's wait in lock contentions, ns per operation.
+    pub fn lock_wait_ns_per_op(&self) -> Option<f64> {
+        let operations = self.result.loop_faults();
+        (operations > 0).then(|| self.result.locks.as_ref().map(|l| l.wait_ns as f64 / operations as f64))?
     }
 
     /// Wall-clock nanoseconds one worker spends per fault (per unit) in this slice; None for a

@@ -248,6 +248,7 @@ impl Report {
                     overhead_vs_baseline: stats::overhead_interval(&overheads),
                     counted_share: self.counted_share(placement, tasks),
                     memcg: self.memcg_cost(placement, tasks),
+                    locks: self.lock_summary(placement, tasks),
                     ns_per_fault: stats::ns_per_unit(rate.mean, tasks),
                     cpu_ns_per_fault: cpu_cost.map(|cost| cost.mean),
                     cpu_ns_per_fault_stats: cpu_cost,
@@ -384,6 +385,10 @@ pub struct PlacementSummary<'a> {
     pub time: Option<TimeSplit>,
     /// --profile: the memcg family's cost.
     pub memcg: Option<MemcgCost>,
+    /// --locks: contentions and wait per operation against the baseline, and the callers;
+    /// absent where not asked or not available.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locks: Option<super::locks::LockSummary>,
     /// All workers' seconds on their CPUs in one slice (the scheduler's exact sum, schedstat),
     /// the mean over its slices; None where on-CPU times were not read.
     pub on_cpu_s: Option<f64>,

@@ -122,13 +122,7 @@ impl fmt::Display for Warning {
             Warning::RoundRobin { tasks, cpus } => {
                 write!(f, "{tasks} tasks on {cpus} CPUs: tasks beyond the CPUs are placed round-robin and share CPUs")
             }
-            Warning::Measurement(Notice::NoHardwareCounters) => f.write_str(
-                "cycles, instructions: not supported on this machine (perf hardware counters); software counters only",
-            ),
-            Warning::Measurement(Notice::PerfUnavailable(error)) => write!(
-                f,
-                "perf software counters unavailable ({error}); kernel fault counts come from the tasks' minflt (rusage) instead"
-            ),
+            Warning::Measurement(notice) => fmt_notice(f, notice),
             Warning::CountsDisagree { placement, slice, loop_faults, kernel_faults, unit } => {
                 counts_disagree(f, placement, slice, *loop_faults, *kernel_faults, unit)
             }
@@ -164,6 +158,22 @@ impl fmt::Display for Warning {
             Warning::Worst { worst, slices } => {
                 write!(f, "{worst}; the worst of {slices} slices with this warning (--verbose names each)")
             }
+        }
+    }
+}
+
+/// What a measurement had to do differently, in words.
+fn fmt_notice(f: &mut fmt::Formatter<'_>, notice: &Notice) -> fmt::Result {
+    match notice {
+        Notice::NoHardwareCounters => f.write_str(
+            "cycles, instructions: not supported on this machine (perf hardware counters); software counters only",
+        ),
+        Notice::PerfUnavailable(error) => write!(
+            f,
+            "perf software counters unavailable ({error}); kernel fault counts come from the tasks' minflt (rusage) instead"
+        ),
+        Notice::LocksUnavailable(why) => {
+            write!(f, "--locks: no lock figures: {why}; the run went on without them")
         }
     }
 }

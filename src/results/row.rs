@@ -131,12 +131,17 @@ pub struct Row {
     /// from before the column. With the signal's name or the failure for the last two.
     pub run_state: String,
     pub run_state_reason: String,
+    /// --locks: the crew's lock contentions per 1,000 operations (the loop's units: faults,
+    /// or loops) and its wait in them, ns per operation; empty where not asked or where the
+    /// tracepoints could not be opened (never 0 for unknown).
+    pub lock_contentions_per_kop: Option<f64>,
+    pub lock_wait_ns_per_op: Option<f64>,
 }
 
 impl Row {
     /// Every figure of the row by its column name, read or absent: each must be finite,
     /// including those `compare` and `plot` do not use (a file is refused whole, not in part).
-    pub fn figures(&self) -> [(&'static str, Option<f64>); 16] {
+    pub fn figures(&self) -> [(&'static str, Option<f64>); 18] {
         [
             ("duration_s", Some(self.duration_s)),
             ("faults_per_sec", Some(self.faults_per_sec)),
@@ -154,6 +159,8 @@ impl Row {
             ("blocked_s", self.blocked_s),
             ("steal_s", self.steal_s),
             ("throughput_vs_baseline", self.throughput_vs_baseline),
+            ("lock_contentions_per_kop", self.lock_contentions_per_kop),
+            ("lock_wait_ns_per_op", self.lock_wait_ns_per_op),
         ]
     }
 

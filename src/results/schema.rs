@@ -142,6 +142,12 @@ pub struct Measurement<Slice = SliceData> {
     pub memcg_ns_per_fault: Option<f64>,
     pub ns_per_fault: Option<f64>,
     pub disturbance: Option<f64>,
+    /// --locks: contentions per 1,000 operations and wait ns per operation; null where not
+    /// counted (files from before the fields: absent).
+    #[serde(default)]
+    pub lock_contentions_per_kop: Option<f64>,
+    #[serde(default)]
+    pub lock_wait_ns_per_op: Option<f64>,
     #[serde(default = "yes")]
     pub round_complete: bool,
     /// Whether the slice entered the figures (a file from before the field: it did).
@@ -163,7 +169,7 @@ pub struct Measurement<Slice = SliceData> {
 impl<Slice> Measurement<Slice> {
     /// Every figure by its field name, read or absent: each must be finite and not negative,
     /// including those `compare` and `plot` do not use (a file is refused whole, not in part).
-    pub fn figures(&self) -> [(&'static str, Option<f64>); 13] {
+    pub fn figures(&self) -> [(&'static str, Option<f64>); 15] {
         [
             ("faults_per_sec", Some(self.faults_per_sec)),
             ("overhead_vs_baseline", self.overhead_vs_baseline),
@@ -176,6 +182,8 @@ impl<Slice> Measurement<Slice> {
             ("memcg_ns_per_fault", self.memcg_ns_per_fault),
             ("ns_per_fault", self.ns_per_fault),
             ("disturbance", self.disturbance),
+            ("lock_contentions_per_kop", self.lock_contentions_per_kop),
+            ("lock_wait_ns_per_op", self.lock_wait_ns_per_op),
             ("ratio_vs_root", self.ratio_vs_root),
             ("ratio_vs_baseline", self.ratio_vs_baseline),
         ]
@@ -212,6 +220,9 @@ pub struct SliceData<Worker = IgnoredAny, Sample = IgnoredAny, Profile = Ignored
     pub psi_scope: Option<PsiScope>,
     pub profile: Option<Profile>,
     pub harness: Option<Harness>,
+    /// --locks: the slice's contentions, their wait and their callers; absent where not asked
+    /// or where the tracepoints could not be opened (null: unknown, never zero).
+    pub locks: Option<crate::measure::locks::LockCounts>,
 }
 
 impl<W, S, P, H> SliceData<W, S, P, H> {

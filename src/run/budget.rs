@@ -18,6 +18,8 @@ const FILES_PER_WORKER: usize = 1;
 const PERF_PER_WORKER: usize = 7;
 /// `--profile`: one sampling counter a worker.
 const SAMPLER_PER_WORKER: usize = 1;
+/// `--locks`: the contention_begin and contention_end tracepoints, a buffer each.
+const LOCKS_PER_WORKER: usize = 2;
 /// A crew's /proc/stat, for steal.
 const FILES_PER_CREW: usize = 1;
 /// What else the harness may hold at a peak: stdio, the outputs and their temporaries, a
@@ -33,6 +35,7 @@ pub struct Crews {
     pub workers: usize,
     pub perf: bool,
     pub profile: bool,
+    pub locks: bool,
 }
 
 impl Crews {
@@ -41,23 +44,24 @@ impl Crews {
     pub fn open_files(&self) -> usize {
         let per_worker = FILES_PER_WORKER
             + if self.perf { PERF_PER_WORKER } else { 0 }
-            + if self.profile { SAMPLER_PER_WORKER } else { 0 };
+            + if self.profile { SAMPLER_PER_WORKER } else { 0 }
+            + if self.locks { LOCKS_PER_WORKER } else { 0 };
         let per_crews: usize = self.cgroups.iter().map(|&c| CounterFiles::descriptors(c) + FILES_PER_CREW).sum();
         self.cgroups.len() * self.workers * per_worker + per_crews + SPARE
     }
 
     fn describe(&self) -> String {
-        format!(
-            "{} crews of {} workers alive at once{}",
-            self.cgroups.len(),
-            self.workers,
-            match (self.perf, self.profile) {
-                (true, true) => ", with --kernel-count perf and --profile",
-                (true, false) => ", with --kernel-count perf",
-                (false, true) => ", with --profile",
-                (false, false) => "",
-            }
-        )
+        let options: Vec<&str> =
+            [(self.perf, "--kernel-count perf"), (self.profile, "--profile"), (self.locks, "--locks")]
+                .iter()
+                .filter(|(asked, _)| *asked)
+                .map(|(_, option)| *option)
+                .collect();
+        let with = match options.is_empty() {
+            true => String::new(),
+            false => format!(", with {}", options.join(" and ")),
+        };
+        format!("{} crews of {} workers alive at once{with}", self.cgroups.len(), self.workers)
     }
 }
 
@@ -146,7 +150,7 @@ mod tests {
     use super::*;
 
     fn crews(placements: usize, workers: usize) -> Crews {
-        Crews { cgroups: vec![1; placements], workers, perf: false, profile: false }
+        Crews { cgroups: vec![1; placements], workers, perf: false, profile: false, locks: false }
     }
 
     #[test]
@@ -155,6 +159,10 @@ mod tests {
         assert_eq!(crews(4, 48).open_files(), 4 * 48 + 4 * 7 + 64);
         let perf = Crews { perf: true, ..crews(4, 48) };
         assert_eq!(perf.open_files() - crews(4, 48).open_files(), 4 * 48 * 7);
+        let locks = Crews { locks: true, ..crews(4, 48) };
+        assert_eq!(locks.open_files() - crews(4, 48).open_files(), 4 * 48 * 2, "two tracepoints a worker");
+        assert!(Crews { perf: true, ..locks }.describe().ends_with("with --kernel-count perf and --locks"));
+        assert!(!crews(4, 48).describe().contains("with"));
         let siblings = Crews { cgroups: vec![1, 3], ..crews(2, 4) };
         assert_eq!(siblings.open_files(), 2 * 4 + (4 + 2 + 1) + (12 + 2 + 1) + 64);
     }

@@ -145,6 +145,8 @@ pub enum Notice {
     NoHardwareCounters,
     /// --kernel-count perf: the software counters could not be opened; minflt is used.
     PerfUnavailable(String),
+    /// --locks: the contention tracepoints could not be opened (why); no lock figures.
+    LocksUnavailable(String),
 }
 
 /// A worker died during the measured part; the run goes on with the other placements.

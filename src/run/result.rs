@@ -1,6 +1,7 @@
 //! What one measurement produced: per-worker counters, samples, and the placement's totals.
 
 use super::KernelCountSource;
+use crate::measure::locks::LockCounts;
 use crate::measure::perf::PerfReading;
 use crate::measure::stacks::ProfileCounts;
 
@@ -89,6 +90,8 @@ pub struct SliceResult {
     pub profile: Option<ProfileCounts>,
     /// What the harness spent around the slice, outside its measured window.
     pub harness: Option<HarnessTimes>,
+    /// --locks: the slice's lock contentions; None where not asked or not available.
+    pub locks: Option<LockCounts>,
 }
 
 /// The harness's own cost around one slice, in ns: the set-up of its crew (fork to parked

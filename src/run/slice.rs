@@ -24,6 +24,7 @@ use super::{KernelCountSource, Mode, Notice, Progress, RunSpec, Sample, SliceRes
 use crate::cgroup::layout::cgroup_of;
 use crate::cgroup::{Hierarchy, Leaf};
 use crate::measure::clock::monotonic_ns;
+use crate::measure::locks::WorkerLocks;
 use crate::measure::memcg;
 use crate::measure::perf::WorkerPerf;
 use crate::measure::procfs::StealFile;
@@ -86,6 +87,8 @@ pub struct Crew {
     source: KernelCountSource,
     samplers: Vec<WorkerSampler>,
     stacks: Vec<Vec<Vec<u64>>>,
+    /// --locks: each worker's contention tracepoints; empty where not asked or not available.
+    locks: Vec<WorkerLocks>,
     per_iteration: u64,
     /// When each worker entered its loop, from the crew's release.
     start_offsets_ns: Vec<u64>,
@@ -175,6 +178,7 @@ impl Crew {
             source: spec.kernel_count,
             samplers: Vec::new(),
             stacks: Vec::new(),
+            locks: Vec::new(),
             per_iteration: workload::shape(&spec.settings).per_iteration,
             start_offsets_ns: vec![0; count],
             start_skew_ns: 0,
@@ -197,6 +201,9 @@ impl Crew {
                 .map_err(|e| anyhow!("--profile: sampling the workers: {e}"))?;
         }
         self.stacks = vec![Vec::new(); self.samplers.len()];
+        if spec.locks {
+            self.locks = open_locks(&self.tids, warn)?;
+        }
         Ok(())
     }
 
@@ -244,6 +251,7 @@ impl Crew {
             self.note_starts(started_ns);
         }
         let profile = self.name_profile();
+        let locks = (!self.locks.is_empty()).then(|| crate::measure::locks::count_slice(&mut self.locks));
         let harness = HarnessTimes {
             set_up_ns: self.set_up_ns.take(),
             wake_ns: started_ns - asked_ns,
@@ -255,7 +263,7 @@ impl Crew {
         let facts = self.facts(spec, &after);
         let run = figures(&facts, after.since(&before, &self.cpus), samples)?;
         self.parked_at = Some(after);
-        Ok(SliceResult { profile, harness: Some(harness), ..run })
+        Ok(SliceResult { profile, harness: Some(harness), locks, ..run })
     }
 
     /// The unmeasured settling window before a timed slice: one iteration of each worker;
@@ -332,9 +340,11 @@ impl Crew {
         })
     }
 
-    /// Sampling covers the measured span only.
+    /// Sampling and the lock tracepoints cover the measured span only: enabled with the crew
+    /// parked, just before its wake, and disabled once it has parked again.
     fn enable_sampling(&mut self) -> Result<()> {
-        self.samplers.iter_mut().try_for_each(|s| s.enable()).map_err(|e| anyhow!("--profile: {e}"))
+        self.samplers.iter_mut().try_for_each(|s| s.enable()).map_err(|e| anyhow!("--profile: {e}"))?;
+        self.locks.iter_mut().try_for_each(|l| l.enable()).map_err(|e| anyhow!("--locks: {e}"))
     }
 
     /// The loop counters every --interval until the slice's time is up (or, with
@@ -377,6 +387,9 @@ impl Crew {
             samples.push(Sample { elapsed_ns: now - started_ns, iterations });
             for (sampler, stacks) in self.samplers.iter_mut().zip(&mut self.stacks) {
                 sampler.drain(stacks);
+            }
+            for locks in &mut self.locks {
+                locks.drain(now, false);
             }
             next_ns = (next_ns + interval_ns).min(stop_ns);
         }
@@ -512,6 +525,7 @@ pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> 
         psi_scope: deltas.psi_scope,
         profile: None,
         harness: None,
+        locks: None,
     })
 }
 
@@ -533,6 +547,33 @@ fn share_steal(mut workers: Vec<WorkerResult>) -> Vec<WorkerResult> {
         });
     }
     workers
+}
+
+/// --locks: the contention tracepoints on every worker thread, or none (one notice saying
+/// why) where the kernel, tracefs or the permissions refuse them. Running out of descriptors
+/// is an error, as for perf.
+fn open_locks(tids: &[i32], warn: &mut dyn FnMut(Notice)) -> Result<Vec<WorkerLocks>> {
+    let events = match crate::measure::locks::events() {
+        Ok(events) => events,
+        Err(why) => {
+            warn(Notice::LocksUnavailable(why));
+            return Ok(Vec::new());
+        }
+    };
+    let mut locks = Vec::with_capacity(tids.len());
+    for &tid in tids {
+        match WorkerLocks::open(tid, &events) {
+            Ok(worker) => locks.push(worker),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                bail!("--locks: opening the tracepoints of worker {tid}: {e}")
+            }
+            Err(e) => {
+                warn(Notice::LocksUnavailable(format!("perf_event_open of lock:contention_begin refused: {e}")));
+                return Ok(Vec::new());
+            }
+        }
+    }
+    Ok(locks)
 }
 
 /// perf counters on every worker thread, or none (and minflt as the source) when the machine

@@ -33,6 +33,8 @@ pub struct RunSpec {
     pub kernel_count: KernelCountSource,
     /// --profile: sample every worker on CPU with call chains while the slice is measured.
     pub profile: bool,
+    /// --locks: count every worker's lock contentions while the slice is measured.
+    pub locks: bool,
 }
 
 /// Where the kernel's per-worker fault count comes from.

@@ -83,6 +83,7 @@ fn run_of(cpus: &[usize], per_worker_rate: f64, elapsed_ns: u64) -> SliceResult 
         memcg: Default::default(),
         psi_scope: None,
         profile: None,
+        locks: None,
         harness: None,
     }
 }
