@@ -512,7 +512,10 @@ fn lock_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummar
             .iter()
             .filter(|c| c.wait_ns > 0)
             .take(3)
-            .map(|c| format!("{:.0}% {} {}", 100.0 * c.share, c.kind, c.caller))
+            .map(|c| match &c.parent {
+                Some(parent) => format!("{:.0}% {} {}<-{parent}", 100.0 * c.share, c.kind, c.caller),
+                None => format!("{:.0}% {} {}", 100.0 * c.share, c.kind, c.caller),
+            })
             .collect();
         writeln!(
             out,

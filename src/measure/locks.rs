@@ -343,9 +343,13 @@ pub fn is_lock_code(address: u64, name: &str, text: &LockText) -> bool {
 }
 
 /// The contending caller: the first frame of a begin's chain (innermost first, named)
-/// outside the lock code; None where every frame is the lock code's.
-pub fn caller<'a>(frames: &[(u64, &'a str)], text: &LockText) -> Option<&'a str> {
-    frames.iter().find(|(address, name)| !is_lock_code(*address, name, text)).map(|(_, name)| *name)
+/// outside the lock code, and the frame that called it; None where every frame is the lock
+/// code's. perf lock contention names the second of them: it skips the chain's first three
+/// frames whatever they are (seen on 6.18: rwsem:W `do_mmap` where the chain is
+/// `rwsem_down_write_slowpath`, `down_write`, `__mmap_region`, `do_mmap`), so both are kept.
+pub fn caller<'a>(frames: &[(u64, &'a str)], text: &LockText) -> Option<(&'a str, Option<&'a str>)> {
+    let at = frames.iter().position(|(address, name)| !is_lock_code(*address, name, text))?;
+    Some((frames[at].1, frames.get(at + 1).map(|(_, name)| *name)))
 }
 
 /// One caller's contentions of one kind of lock.
@@ -353,6 +357,9 @@ pub fn caller<'a>(frames: &[(u64, &'a str)], text: &LockText) -> Option<&'a str>
 #[serde(deny_unknown_fields)]
 pub struct CallerLocks {
     pub caller: String,
+    /// The frame that called `caller` (perf lock contention's `caller`); None at the chain's end.
+    #[serde(default)]
+    pub parent: Option<String>,
     /// perf lock's name of the kind: spinlock, rwsem:W, mutex, ...
     pub kind: String,
     pub contentions: u64,
@@ -380,7 +387,9 @@ impl LockCounts {
         self.lost += other.lost;
         self.unpaired += other.unpaired;
         for theirs in &other.callers {
-            match self.callers.iter_mut().find(|c| c.caller == theirs.caller && c.kind == theirs.kind) {
+            let same =
+                |c: &&mut CallerLocks| c.caller == theirs.caller && c.parent == theirs.parent && c.kind == theirs.kind;
+            match self.callers.iter_mut().find(same) {
                 Some(ours) => {
                     ours.contentions += theirs.contentions;
                     ours.wait_ns += theirs.wait_ns;
@@ -399,14 +408,14 @@ pub fn name(
     names: &dyn Fn(u64) -> Option<String>,
     text: &LockText,
 ) -> LockCounts {
-    let mut per_caller: BTreeMap<(String, &'static str), Tally> = BTreeMap::new();
+    let mut per_caller: BTreeMap<(String, Option<String>, &'static str), Tally> = BTreeMap::new();
     let mut counts = LockCounts::default();
     for ((chain, flags), tally) in by_chain {
         let named: Vec<(u64, String)> =
             chain.iter().map(|&a| (a, names(a).unwrap_or_else(|| "[kernel]".into()))).collect();
         let frames: Vec<(u64, &str)> = named.iter().map(|(a, n)| (*a, n.as_str())).collect();
-        let who = caller(&frames, text).unwrap_or("[lock code only]").to_string();
-        let entry = per_caller.entry((who, kind(*flags))).or_default();
+        let (who, parent) = caller(&frames, text).unwrap_or(("[lock code only]", None));
+        let entry = per_caller.entry((who.to_string(), parent.map(str::to_string), kind(*flags))).or_default();
         entry.contentions += tally.contentions;
         entry.wait_ns += tally.wait_ns;
         counts.contentions += tally.contentions;
@@ -414,8 +423,9 @@ pub fn name(
     }
     let callers = per_caller
         .into_iter()
-        .map(|((caller, kind), t)| CallerLocks {
+        .map(|((caller, parent, kind), t)| CallerLocks {
             caller,
+            parent,
             kind: kind.into(),
             contentions: t.contentions,
             wait_ns: t.wait_ns,
@@ -665,7 +675,7 @@ mod tests {
             (0xffffffff81000100, "do_mmap"),
             (0xffffffff81000200, "vm_mmap_pgoff"),
         ];
-        assert_eq!(caller(&rwsem, &text), Some("do_mmap"));
+        assert_eq!(caller(&rwsem, &text), Some(("do_mmap", Some("vm_mmap_pgoff"))));
         // A spinlock: the qspinlock slow path lies outside both sections, named; _raw_spin_lock
         // in the lock text.
         let spin = [
@@ -673,7 +683,7 @@ mod tests {
             (0xffffffff82261100, "_raw_spin_lock_irqsave"),
             (0xffffffff81200000, "folio_lruvec_lock_irqsave"),
         ];
-        assert_eq!(caller(&spin, &text), Some("folio_lruvec_lock_irqsave"));
+        assert_eq!(caller(&spin, &text), Some(("folio_lruvec_lock_irqsave", None)));
         // An rwsem's wait_lock contended on its release (as seen on 6.18): named by the code
         // that released the rwsem.
         let release = [
@@ -683,9 +693,9 @@ mod tests {
             (0xffffffff81300100, "up_read"),
             (0xffffffff81300200, "vms_complete_munmap_vmas"),
         ];
-        assert_eq!(caller(&release, &text), Some("vms_complete_munmap_vmas"));
+        assert_eq!(caller(&release, &text), Some(("vms_complete_munmap_vmas", None)));
         // Without the sections (kallsyms hidden) the names alone decide.
-        assert_eq!(caller(&rwsem, &LockText::default()), Some("do_mmap"));
+        assert_eq!(caller(&rwsem, &LockText::default()), Some(("do_mmap", Some("vm_mmap_pgoff"))));
         assert_eq!(caller(&rwsem[..3], &text), None, "a chain of lock code only has no caller");
     }
 
@@ -713,6 +723,8 @@ mod tests {
             summary,
             [("free_pgtables", "rwsem:W", 5, 1_000), ("do_mmap", "rwsem:W", 4, 400), ("[kernel]", "rwsem:W", 1, 1)]
         );
+        // Through down_write or straight from do_mmap, one caller; no chain goes further.
+        assert!(counts.callers.iter().all(|c| c.parent.is_none()));
     }
 
     #[test]

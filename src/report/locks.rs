@@ -32,6 +32,8 @@ impl Difference {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CallerShare {
     pub caller: String,
+    /// The frame that called it (perf lock contention's `caller`).
+    pub parent: Option<String>,
     pub kind: String,
     pub contentions: u64,
     pub wait_ns: u64,
@@ -42,7 +44,7 @@ pub struct CallerShare {
 /// --locks: one placement's contentions over its counted slices.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct LockSummary {
-    /// Means over the slices.
+    /// Over the slices: the mean of each cgroup instance's trimmed mean (`stats::unit_mean`).
     pub contentions_per_kop: f64,
     pub wait_ns_per_op: f64,
     /// The placement's figure less the baseline's in the same round; None for the baseline.
@@ -64,9 +66,11 @@ impl Report {
         for m in &slices {
             total.add(m.result.locks.as_ref()?);
         }
+        // Summed up as the differences are (each instance's trimmed mean, then their mean),
+        // so a placement's figure less the baseline's reads near its difference.
         let mean = |of: fn(&Measurement) -> Option<f64>| -> Option<f64> {
-            let values: Vec<f64> = slices.iter().map(|m| of(m)).collect::<Option<_>>()?;
-            (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+            let values: Vec<stats::Placed> = slices.iter().map(|m| Some(m.placed(of(m)?))).collect::<Option<_>>()?;
+            Some(stats::unit_mean(&values)?.mean)
         };
         let against = |of: fn(&Measurement) -> Option<f64>| -> Option<Difference> {
             if placement.is_baseline() {
@@ -82,6 +86,7 @@ impl Report {
             .take(TOP_CALLERS)
             .map(|c| CallerShare {
                 caller: c.caller.clone(),
+                parent: c.parent.clone(),
                 kind: c.kind.clone(),
                 contentions: c.contentions,
                 wait_ns: c.wait_ns,
