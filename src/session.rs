@@ -259,7 +259,10 @@ fn check_budgets(plan: &Plan, hierarchy: &Hierarchy, base: &std::path::Path) -> 
     let running = plan.workload.resident_bytes_per_worker(plan.chunk_bytes, plan.size_bytes, plan.page_size);
     let parked = plan.workload.parked_bytes_per_worker(plan.chunk_bytes, plan.size_bytes);
     let others = crews.cgroups.len().saturating_sub(1) as u64;
-    let needed = running.saturating_add(parked.saturating_mul(others)).saturating_mul(crews.workers as u64);
+    let needed = running
+        .saturating_add(parked.saturating_mul(others))
+        .saturating_mul(crews.workers as u64)
+        .saturating_add(crews.buffer_bytes());
     let room = MemoryRoom {
         available_bytes: run::budget::mem_available(),
         cgroup: cgroup::room::memory_room(hierarchy.version, &hierarchy.mount_point, base),

@@ -36,6 +36,8 @@ pub const LCB_F_MUTEX: u32 = 1 << 5;
 const BEGIN_BUFFER_BYTES: usize = 1 << 20;
 /// The end records carry no chain: about 50 bytes each.
 const END_BUFFER_BYTES: usize = 256 << 10;
+/// What a worker's two ring buffers hold in memory: their data and a metadata page each.
+pub const BUFFER_BYTES_PER_WORKER: u64 = (BEGIN_BUFFER_BYTES + END_BUFFER_BYTES + 2 * 4096) as u64;
 /// Frames of the begin's chain kept: the tracing's own frames, the lock's slow path and
 /// its entry, and the caller (perf lock's default --max-stack is 8; the caller of a sleeping
 /// rwsem sits 4-6 frames in).

@@ -50,6 +50,13 @@ impl Crews {
         self.cgroups.len() * self.workers * per_worker + per_crews + SPARE
     }
 
+    /// `--locks`: the tracepoints' ring buffers of every worker of every crew, which stay
+    /// mapped (and locked) while the crews are parked.
+    pub fn buffer_bytes(&self) -> u64 {
+        let workers = (self.cgroups.len() * self.workers) as u64;
+        if self.locks { workers * crate::measure::locks::BUFFER_BYTES_PER_WORKER } else { 0 }
+    }
+
     fn describe(&self) -> String {
         let options: Vec<&str> =
             [(self.perf, "--kernel-count perf"), (self.profile, "--profile"), (self.locks, "--locks")]
@@ -161,8 +168,10 @@ mod tests {
         assert_eq!(perf.open_files() - crews(4, 48).open_files(), 4 * 48 * 7);
         let locks = Crews { locks: true, ..crews(4, 48) };
         assert_eq!(locks.open_files() - crews(4, 48).open_files(), 4 * 48 * 2, "two tracepoints a worker");
-        assert!(Crews { perf: true, ..locks }.describe().ends_with("with --kernel-count perf and --locks"));
+        assert!(Crews { perf: true, ..locks.clone() }.describe().ends_with("with --kernel-count perf and --locks"));
         assert!(!crews(4, 48).describe().contains("with"));
+        assert_eq!(crews(4, 48).buffer_bytes(), 0);
+        assert_eq!(locks.buffer_bytes(), 4 * 48 * crate::measure::locks::BUFFER_BYTES_PER_WORKER);
         let siblings = Crews { cgroups: vec![1, 3], ..crews(2, 4) };
         assert_eq!(siblings.open_files(), 2 * 4 + (4 + 2 + 1) + (12 + 2 + 1) + 64);
     }
