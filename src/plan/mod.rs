@@ -131,7 +131,7 @@ pub fn parse_placements(list: &str) -> Result<Vec<Placement>> {
 }
 
 /// The warmup of a crew after the first generation: none beyond what every crew runs, the
-/// iteration of each worker's first park and the settling iteration before each slice.
+/// iteration of each worker's first park and the settling window before each slice.
 pub const REWARMUP: Duration = Duration::ZERO;
 
 /// Everything a run measures, validated (options.rs builds it from the command line).

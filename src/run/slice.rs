@@ -37,11 +37,13 @@ use crate::workload;
 /// workers may be using, so not too often.
 const DONE_POLL_NS: u64 = 5_000_000;
 
-// Each time-based slice is first preceded by one whole iteration of each worker, unmeasured
-// (`park::settle`): the crew that ran on the CPUs before was another (its caches, the per-CPU
-// memcg charge cache) except where ABBA repeats a placement at a round's turn, so every measured
-// window starts after the same settling. What that iteration costs per fault, against the
-// measured window, is the switch's cost (`HarnessTimes::settle_*`, scripts/bench-noise).
+/// Each time-based slice is first preceded by one whole iteration of each worker and at least
+/// this long, unmeasured (`park::settle`): the crew that ran on the CPUs before was another (its
+/// caches, the per-CPU memcg charge cache) except where ABBA repeats a placement at a round's
+/// turn, so every measured window starts after the same settling, also where an iteration is
+/// a single operation (mmap-file, fallocate). What the settling costs per fault, against the
+/// measured window, is the switch's cost (`HarnessTimes::settle_*`, scripts/bench-noise).
+const SETTLE_NS: u64 = 500_000;
 
 /// A slice overran (the harness was stopped, its rate not comparable) when it measured more
 /// than 10% of its slice plus OVERRUN_SLACK_NS longer. The slack is the harness's own lateness,
@@ -258,7 +260,8 @@ impl Crew {
         Ok(SliceResult { profile, harness: Some(harness), ..run })
     }
 
-    /// The unmeasured settling window before a timed slice: one iteration of each worker;
+    /// The unmeasured settling window before a timed slice: one iteration of each worker, and
+    /// more until SETTLE_NS after the wake;
     /// returns what its workers spent on their CPUs and the faults they took
     /// there, and the snapshot the measured window starts from.
     fn settle(&mut self) -> Result<(u64, u64, Snapshot)> {
@@ -266,7 +269,7 @@ impl Crew {
             Some(parked) => parked,
             None => self.snapshot()?,
         };
-        park::settle(&mut self.workers, &self.slots)?;
+        park::settle(&mut self.workers, &self.slots, SETTLE_NS)?;
         let settled = self.snapshot()?;
         let deltas = settled.since(&parked, &self.cpus);
         let on_cpu_ns = deltas.workers.iter().map(|w| w.on_cpu_ns.unwrap_or(0)).sum();
