@@ -261,7 +261,7 @@ impl Warning {
                 match *iterations < 1.0 {
                     true => "most slices counted none, so its figures are not measured".to_string(),
                     false => format!(
-                        "the loop counts at each iteration's end, so a slice's figures are off by up to {:.0}% and the overhead is not resolved",
+                        "each worker's window ends at its first iteration boundary after the slice's end, so windows ran up to {:.0}% past the slice and the crew's workers stopped that far apart",
                         100.0 / iterations
                     ),
                 }

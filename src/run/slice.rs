@@ -53,6 +53,19 @@ const SETTLE_NS: u64 = 500_000;
 /// figure); a stop (Ctrl-Z) is seconds.
 const OVERRUN_SLACK_NS: u64 = 50_000_000;
 
+/// Whether a timed slice overran: the harness asked the crew to park late, or the workers'
+/// windows ran past the slice by more than an iteration (each ends at its first iteration
+/// boundary after the slice's end, one of its iterations late at most) plus the slack.
+fn windows_overran(facts: &SliceFacts, elapsed_ns: u64, iterations: &[u64]) -> bool {
+    let completed: u64 = iterations.iter().sum();
+    let iteration_ns = match completed {
+        0 => 0,
+        n => elapsed_ns.saturating_mul(iterations.len() as u64) / n,
+    };
+    overran(facts.asked_park_after_ns, facts.duration_ns)
+        || overran(elapsed_ns.saturating_sub(iteration_ns), facts.duration_ns)
+}
+
 /// Whether a slice of `slice_ns` that measured `elapsed_ns` overran (OVERRUN_SLACK_NS).
 pub fn overran(elapsed_ns: u64, slice_ns: u64) -> bool {
     let late = elapsed_ns.saturating_sub(slice_ns);
@@ -254,7 +267,7 @@ impl Crew {
             settle_on_cpu_ns,
             settle_faults,
         };
-        let facts = self.facts(spec, &after);
+        let facts = SliceFacts { asked_park_after_ns: stopped_ns - started_ns, ..self.facts(spec, &after) };
         let run = figures(&facts, after.since(&before, &self.cpus), samples)?;
         self.parked_at = Some(after);
         Ok(SliceResult { profile, harness: Some(harness), ..run })
@@ -302,6 +315,7 @@ impl Crew {
             start_offsets_ns: self.start_offsets_ns.clone(),
             start_skew_ns,
             paused: take_paused(),
+            asked_park_after_ns: 0,
             worker_cgroups: self.worker_cgroups.clone(),
         }
     }
@@ -448,6 +462,8 @@ pub struct SliceFacts {
     pub start_skew_ns: u64,
     /// Ctrl-Z stopped the run during the slice.
     pub paused: bool,
+    /// A timed slice: from the wake to the harness's asking the crew to park, in ns.
+    pub asked_park_after_ns: u64,
     pub worker_cgroups: Option<Vec<String>>,
 }
 
@@ -465,6 +481,8 @@ pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> 
         false => spans.iter().sum::<u64>() / spans.len().max(1) as u64,
     };
     let iterations: Vec<u64> = deltas.workers.iter().map(|w| w.iterations).collect();
+    // Fixed work has no time to overrun: a pause (Ctrl-Z) is what makes it not comparable.
+    let overran = facts.paused || (!facts.fixed && windows_overran(facts, elapsed_ns, &iterations));
     samples.push(Sample { elapsed_ns, iterations });
     let workers = deltas
         .workers
@@ -509,8 +527,7 @@ pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> 
         memcg_pgfault: deltas.memcg_pgfault,
         kernel_source: facts.source,
         samples,
-        // Fixed work has no time to overrun: a pause (Ctrl-Z) is what makes it not comparable.
-        overran: facts.paused || (!facts.fixed && overran(elapsed_ns, facts.duration_ns)),
+        overran,
         memcg: deltas.memcg,
         psi_scope: deltas.psi_scope,
         profile: None,
@@ -600,6 +617,7 @@ mod tests {
             start_offsets_ns: vec![10, 20, 30],
             start_skew_ns: 20,
             paused: false,
+            asked_park_after_ns: 100_000_000,
             worker_cgroups: None,
         }
     }
@@ -681,6 +699,23 @@ mod tests {
         let mut paused = facts(true);
         paused.paused = true;
         assert!(figures(&paused, deltas(), Vec::new()).unwrap().overran);
+    }
+
+    #[test]
+    fn a_window_an_iteration_past_the_slice_is_the_protocol_and_a_late_park_request_overran() {
+        // A slow guest: 1 s slices, 0.7 s iterations, each window two iterations long.
+        let mut slow = facts(false);
+        slow.duration_ns = 1_000_000_000;
+        slow.asked_park_after_ns = 1_000_000_000;
+        slow.finish_times = vec![2_400_000_000; 3];
+        let two_each = Deltas {
+            workers: (0..3).map(|_| WorkerDelta { iterations: 2, ..delta(2, 1_000_000_000, 0) }).collect(),
+            ..Deltas::default()
+        };
+        assert!(!figures(&slow, two_each.clone(), Vec::new()).unwrap().overran, "an iteration past is the park");
+        // The harness itself asked 0.3 s late (stopped, starved): not comparable.
+        slow.asked_park_after_ns = 1_300_000_000;
+        assert!(figures(&slow, two_each, Vec::new()).unwrap().overran);
     }
 
     #[test]
