@@ -153,7 +153,11 @@ fn cleanup_keeps_trees_of_live_runs_and_trees_with_processes() {
     let pid = child.id();
     wait_running(&base, pid);
     let sweep = cleanup(&[]);
-    assert!(text(&sweep.stdout).contains(&"still alive".to_string()), "{}", text(&sweep.stdout));
+    // In our PID namespace, named by its pid alone (it said "in its own PID namespace"), and
+    // exit 1 as the exit-code table says of a cleanup that kept something.
+    let said = format!("its run (pid {pid}) is still alive");
+    assert!(text(&sweep.stdout).contains(&said), "{said} in {}", text(&sweep.stdout));
+    assert_eq!(sweep.status.code(), Some(1), "{}", text(&sweep.stderr));
     assert!(!trees_of(&base, pid).is_empty(), "cleanup removed a live run's tree");
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
