@@ -452,32 +452,62 @@ fn file_space(reason: String, plan: &Plan) -> String {
 }
 
 /// Each leaf's memcg oom_kill counter as last seen, so a worker's death can be blamed on the
-/// OOM killer from the memcg's own count, not a guess.
+/// OOM killer from the memcg's own count, not a guess; and how often each cgroup from a leaf up
+/// found its own limit reached (`memcg::limit_hits`), so the kill is blamed on the cgroup whose
+/// limit it was: an ancestor's limit kills a worker in a leaf that has none.
 struct OomCounts {
     seen: HashMap<std::path::PathBuf, u64>,
+    limit_hits: HashMap<std::path::PathBuf, u64>,
 }
 
 impl OomCounts {
     fn new(leaves: &[Vec<Leaf>], slicer: &dyn Slicer) -> Self {
         let seen = leaves.iter().flatten().map(|leaf| (leaf.fs_path.clone(), slicer.oom_kills(leaf))).collect();
-        OomCounts { seen }
+        let mut counts = OomCounts { seen, limit_hits: HashMap::new() };
+        for leaf in leaves.iter().flatten() {
+            counts.limiting_cgroup(leaf);
+        }
+        counts
     }
 
     fn explain(&mut self, leaf: &Leaf, died: WorkerDied, slicer: &dyn Slicer) -> String {
         let kills = slicer.oom_kills(leaf);
-        let seen = self.seen.entry(leaf.fs_path.clone()).or_insert(0);
-        let reason = if kills > *seen {
+        let seen = *self.seen.entry(leaf.fs_path.clone()).or_insert(0);
+        let limiting = self.limiting_cgroup(leaf);
+        let reason = if kills > seen {
+            let limit = match limiting {
+                Some((path, Some(limit))) => {
+                    format!(": {path} reached its memory limit of {}", crate::text::bytes(limit))
+                }
+                Some((path, None)) => format!(": {path} reached its memory limit"),
+                None => String::new(),
+            };
             format!(
-                "{}; the OOM killer ran in {} (its oom_kill count rose by {} during this run's slice, to {kills})",
+                "{}; the OOM killer ran in {} (its oom_kill count rose by {} during this run's slice, to {kills}){limit}",
                 died.why,
                 leaf.cgroup_path,
-                kills - *seen
+                kills - seen
             )
         } else {
             died.why
         };
-        *seen = kills;
+        self.seen.insert(leaf.fs_path.clone(), kills);
         reason
+    }
+
+    /// The deepest cgroup from `leaf` up whose limit was reached since last looked at, named
+    /// as the hierarchy does, with its limit; every count on the way taken as seen.
+    fn limiting_cgroup(&mut self, leaf: &Leaf) -> Option<(String, Option<u64>)> {
+        let mut found = None;
+        let levels = leaf.fs_path.ancestors().zip(std::path::Path::new(&leaf.cgroup_path).ancestors());
+        for (dir, path) in levels {
+            let Some(hits) = crate::measure::memcg::limit_hits(dir) else { break };
+            let before = self.limit_hits.insert(dir.to_path_buf(), hits);
+            if found.is_none() && before.is_some_and(|before| hits > before) {
+                found = Some((path.display().to_string(), crate::cgroup::room::memory_limit(dir)));
+            }
+        }
+        found
     }
 }
 

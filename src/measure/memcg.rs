@@ -16,6 +16,16 @@ pub fn oom_kills(cgroup_dir: &Path) -> Option<u64> {
         .find_map(|file| stat_value(&std::fs::read_to_string(cgroup_dir.join(file)).ok()?, "oom_kill"))
 }
 
+/// How often a charge found this cgroup's own memory limit reached: v2's memory.events `oom`
+/// (counted in the cgroup whose limit it was and its ancestors, never its descendants), v1's
+/// memory.failcnt (the level that refused the charge alone). None where neither is readable.
+pub fn limit_hits(cgroup_dir: &Path) -> Option<u64> {
+    match std::fs::read_to_string(cgroup_dir.join("memory.events")) {
+        Ok(text) => stat_value(&text, "oom"),
+        Err(_) => std::fs::read_to_string(cgroup_dir.join("memory.failcnt")).ok()?.trim().parse().ok(),
+    }
+}
+
 /// A struct of Option<u64> counters whose field names are their keys in a flat-keyed cgroup
 /// file, with what every user of it needs derived from the one list: a new counter is one
 /// line in the invocation below (its reader, its arithmetic and its CSV/JSON name follow).

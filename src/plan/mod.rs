@@ -208,6 +208,15 @@ impl Plan {
         }
     }
 
+    /// One slice at one task count, as a per-slice warning names it: the slice's name, and
+    /// in a --tasks sweep its task count too, since every task count has a slice of that name.
+    pub fn slice_name_at(&self, round: u32, tasks: usize) -> String {
+        match self.task_counts.len() > 1 {
+            false => self.slice_name(round),
+            true => format!("{} at {}", self.slice_name(round), crate::text::plural(tasks, "task")),
+        }
+    }
+
     /// The slice within its repetition (1-based) a round is.
     pub fn slice_of(&self, round: u32) -> u32 {
         (round - 1) % self.slices + 1

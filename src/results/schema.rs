@@ -33,7 +33,7 @@ pub const FORMAT_VERSION: u32 = 2;
 pub struct Document<Ms = Vec<Measurement>> {
     /// false when a signal ended the run early (the CSV's run_complete).
     pub complete: Option<bool>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::json::unique_keys")]
     pub environment: Value,
     #[serde(default)]
     pub failures: Vec<Failure>,
@@ -42,12 +42,12 @@ pub struct Document<Ms = Vec<Measurement>> {
     /// `FORMAT_VERSION` as written; absent (format 1) in files from before it.
     pub format_version: Option<u32>,
     /// The knobs written, per placement.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::json::unique_keys")]
     pub knobs: Value,
     /// None: not a faultscale document (every version wrote them).
     pub measurements: Option<Ms>,
     /// What one memcg level costs, per task count, where two or more plain depths ran.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::json::unique_keys")]
     pub per_level: Value,
     /// The CSV's run_state_reason: the signal's name or the failure.
     pub reason: Option<String>,
@@ -57,11 +57,11 @@ pub struct Document<Ms = Vec<Measurement>> {
     pub signal: Option<i32>,
     /// `running` (a checkpoint), `stopped`, `failed` or `complete`; absent in files from before.
     pub state: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::json::unique_keys")]
     pub summaries: Value,
     /// What the rates count (faults, loops, pages, ops); a file from before it counts faults.
     pub unit: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::json::unique_keys")]
     pub warnings: Value,
 }
 
@@ -208,6 +208,7 @@ pub struct SliceData<Worker = IgnoredAny, Sample = IgnoredAny, Profile = Ignored
     /// The slice measured longer than asked (stopped, starved): its rate is not comparable.
     pub overran: bool,
     /// The memcg counters' deltas by their CSV names; a counter the kernel lacks is absent.
+    #[serde(deserialize_with = "super::json::unique_map")]
     pub memcg: BTreeMap<String, u64>,
     pub psi_scope: Option<PsiScope>,
     pub profile: Option<Profile>,
