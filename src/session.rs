@@ -257,6 +257,10 @@ fn check_budgets(plan: &Plan, hierarchy: &Hierarchy, base: &std::path::Path) -> 
     let running = plan.workload.resident_bytes_per_worker(plan.chunk_bytes, plan.size_bytes, plan.page_size);
     let parked = plan.workload.parked_bytes_per_worker(plan.chunk_bytes, plan.size_bytes);
     let others = crews.cgroups.len().saturating_sub(1) as u64;
+    // And what each worker costs the kernel besides: its page tables (8 bytes a 4 KiB page)
+    // and a MiB for its task, stacks and mappings (two crews of 64 MiB workers fitted a limit
+    // of 128 MiB exactly, and the running one was OOM-killed).
+    let running = running.saturating_add(running / 512).saturating_add(1 << 20);
     let needed = running.saturating_add(parked.saturating_mul(others)).saturating_mul(crews.workers as u64);
     let room = MemoryRoom {
         available_bytes: run::budget::mem_available(),
