@@ -260,8 +260,8 @@ fn check_budgets(plan: &Plan, hierarchy: &Hierarchy, base: &std::path::Path) -> 
     // And what each worker costs the kernel besides: its page tables (8 bytes a 4 KiB page)
     // and a MiB for its task, stacks and mappings (two crews of 64 MiB workers fitted a limit
     // of 128 MiB exactly, and the running one was OOM-killed).
-    let running = running.saturating_add(running / 512).saturating_add(1 << 20);
-    let needed = running.saturating_add(parked.saturating_mul(others)).saturating_mul(crews.workers as u64);
+    let kernel = running / 512 + (1 << 20);
+    let needed = (running + kernel).saturating_add(parked.saturating_mul(others)).saturating_mul(crews.workers as u64);
     let room = MemoryRoom {
         available_bytes: run::budget::mem_available(),
         cgroup: cgroup::room::memory_room(hierarchy.version, &hierarchy.mount_point, base),
