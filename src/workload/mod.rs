@@ -639,8 +639,6 @@ mod tests {
             ("fallocate2", M, M, M, M, 1),
             ("tlb_flush2", M, 0, 0, 0, 256),
         ];
-        let names: Vec<&str> = WorkloadKind::all().map(|kind| kind.name).collect();
-        assert_eq!(names, expected.map(|row| row.0), "--help's order");
         for (name, running, parked, on_tmpfs, on_disk, pages) in expected {
             let s = settings(WorkloadKind::named(name).unwrap(), ThpMode::Never);
             let kind = s.kind;
