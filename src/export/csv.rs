@@ -111,7 +111,7 @@ fn slice_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
 fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
     let record = super::record::measurement(report, m, false);
     let (result, crew) = (&record.result, record.result.crew.clone().unwrap_or_default());
-    Row {
+    let mut row = Row {
         tasks: crew.tasks,
         faults: crew.loop_faults,
         faults_per_sec: round6(record.faults_per_sec),
@@ -123,12 +123,6 @@ fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
         memcg_pgfault: result.memcg_pgfault,
         start_skew_us: Some(round6(result.start_skew_ns as f64 / 1e3)),
         overhead_vs_baseline: record.overhead_vs_baseline.map(round6),
-        pgscan: result.memcg.get("pgscan").copied(),
-        pgsteal: result.memcg.get("pgsteal").copied(),
-        events_high: result.memcg.get("events_high").copied(),
-        events_max: result.memcg.get("events_max").copied(),
-        psi_some_us: result.memcg.get("psi_some_us").copied(),
-        psi_full_us: result.memcg.get("psi_full_us").copied(),
         psi_scope: result.psi_scope,
         memcg_share: result.profile.and_then(|p| p.memcg_share()).map(round6),
         memcg_ns_per_fault: record.memcg_ns_per_fault.map(round6),
@@ -144,7 +138,12 @@ fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
         round_complete: record.round_complete,
         counted: record.counted,
         ..slice_row(report, costs, m)
+    };
+    // The memcg counters the row has columns for, by name (`memcg::Counters::csv_columns`).
+    for (name, cell) in row.memcg_cells() {
+        *cell = result.memcg.get(name).copied();
     }
+    row
 }
 
 /// --per-cpu: one worker's row, from that worker's own counters over its own window.
