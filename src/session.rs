@@ -16,7 +16,7 @@ use crate::plan::{Plan, cpus_for_tasks, order, sibling_of};
 use crate::report::{Environment, Failure, Measurement, Report, RunId, Warning};
 use crate::run::files::RunFiles;
 use crate::run::{self, Progress, RealSlicer, RunSpec, SliceSpec, Slicer, WorkerDied};
-use crate::workload::{self, WorkloadKind};
+use crate::workload;
 
 /// Runs the plan in the memory hierarchy of `detected`. `checkpoint` sees the report after
 /// every slice, so what is measured can be on disk long before the end (a run killed in hour 3
@@ -105,12 +105,13 @@ impl Session {
         let mut warnings = setup_warnings(&plan, &tree, &leaves[0], &hierarchy);
         let files = plan
             .workload
+            .kind
             .needs_files()
-            .then(|| RunFiles::create(&plan.tmpdir, &env.cgroup_run_name, plan.workload, plan.page_size))
+            .then(|| RunFiles::create(&plan.tmpdir, &env.cgroup_run_name, plan.workload.kind, plan.workload.page_size))
             .transpose()?;
         let files_fs = files.as_ref().map(|f| f.filesystem());
-        // Page cache on tmpfs is swap-backed: usemem-file's point, reclaim without swap, is lost.
-        if plan.workload == WorkloadKind::UsememFile && files_fs.as_deref() == Some("tmpfs") {
+        // Page cache on tmpfs is swap-backed: reclaim without swap, usemem-file's point, is lost.
+        if plan.workload.kind.wants_reclaimable_files && files_fs.as_deref() == Some("tmpfs") {
             warnings.push(Warning::SwapBackedFiles { tmpdir: plan.tmpdir.clone() });
         }
         warnings.extend(plan_warnings(&plan));
@@ -254,8 +255,8 @@ fn check_budgets(plan: &Plan, hierarchy: &Hierarchy, base: &std::path::Path) -> 
     };
     run::budget::ensure_open_files(&crews)?;
     // One crew runs at a time; the others are parked, holding what outlives an iteration.
-    let running = plan.workload.resident_bytes_per_worker(plan.chunk_bytes, plan.size_bytes, plan.page_size);
-    let parked = plan.workload.parked_bytes_per_worker(plan.chunk_bytes, plan.size_bytes);
+    let running = (plan.workload.kind.resident_bytes)(&plan.workload);
+    let parked = (plan.workload.kind.parked_bytes)(&plan.workload);
     let others = crews.cgroups.len().saturating_sub(1) as u64;
     // And what each worker costs the kernel besides: its page tables (8 bytes a 4 KiB page)
     // and a MiB for its task, stacks and mappings (two crews of 64 MiB workers fitted a limit
@@ -442,7 +443,7 @@ fn worker_leaves(leaf: &Leaf, tasks: usize, cpus: usize) -> Vec<&Leaf> {
 /// system cannot allocate (full, or a tmpfs at its size=), and says nothing else. The free
 /// space of --tmpdir, measured now (the run's files still there), goes beside it.
 fn file_space(reason: String, plan: &Plan) -> String {
-    if !plan.workload.needs_files() {
+    if !plan.workload.kind.needs_files() {
         return reason;
     }
     match nix::sys::statvfs::statvfs(&plan.tmpdir) {

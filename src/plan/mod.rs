@@ -12,7 +12,7 @@ use anyhow::{Result, anyhow, bail};
 use crate::cgroup::knobs::Knob;
 use crate::cgroup::{BaseSpec, VersionChoice};
 use crate::run::{KernelCountSource, Mode};
-use crate::workload::{ThpMode, WorkloadKind, WorkloadSettings};
+use crate::workload::WorkloadSettings;
 
 /// Deepest nesting faultscale builds. Kernels allow more, but memcg charge paths past 64 levels
 /// are not a setup anyone measures, and the limit keeps a typo from building thousands of dirs.
@@ -150,23 +150,19 @@ pub struct Plan {
     pub cpus: Vec<usize>,
     /// Task counts, in sweep order; one per CPU when not asked for.
     pub task_counts: Vec<usize>,
-    pub workload: WorkloadKind,
+    /// What reaches the workers: the workload and its options (--chunk, --size, --thp,
+    /// --iterations, ...), defined once in `WorkloadSettings`, filled by the front end; its
+    /// `files_dir` is the run's own, given by `workload_settings` once it exists.
+    pub workload: WorkloadSettings,
     pub mode: Mode,
     pub kernel_count: KernelCountSource,
-    pub chunk_bytes: u64,
-    pub size_bytes: u64,
-    pub thp: ThpMode,
     pub tmpdir: PathBuf,
     pub base: BaseSpec,
     pub version: VersionChoice,
-    pub page_size: u64,
     /// --profile: sample the workers on CPU and attribute the kernel's time, memcg first.
     pub profile: bool,
     /// --profile-dir: where folded stacks and flame graphs go.
     pub profile_dir: Option<PathBuf>,
-    /// --iterations: fixed work per worker instead of a fixed time; each slice is then one
-    /// complete run timed from the first worker's start to the last one's finish.
-    pub iterations: Option<u64>,
 }
 
 impl Plan {
@@ -224,15 +220,7 @@ impl Plan {
 
     /// The workload's settings; `files_dir` is the run's temporary directory, if it has one.
     pub fn workload_settings(&self, files_dir: Option<PathBuf>) -> WorkloadSettings {
-        WorkloadSettings {
-            kind: self.workload,
-            chunk_bytes: self.chunk_bytes,
-            size_bytes: self.size_bytes,
-            page_size: self.page_size,
-            thp: self.thp,
-            files_dir,
-            fixed_iterations: self.iterations,
-        }
+        WorkloadSettings { files_dir, ..self.workload.clone() }
     }
 }
 

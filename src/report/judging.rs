@@ -22,7 +22,7 @@ pub fn conclude(report: &mut Report) {
             .collect();
         report.slice_warnings.extend(disagreements.iter().cloned());
         report.warnings.extend(worst_of_each(disagreements));
-    } else if report.plan.thp != crate::workload::ThpMode::Never {
+    } else if report.plan.workload.thp != crate::workload::ThpMode::Never {
         let huge = huge_page_warnings(report);
         report.warnings.extend(huge);
     }
@@ -103,7 +103,7 @@ fn huge_page_warnings(report: &Report) -> Vec<Warning> {
             warnings.push(Warning::HugePages {
                 placement: placement.name.clone(),
                 pages_per_fault: loop_faults as f64 / kernel_faults as f64,
-                thp: report.plan.thp.name(),
+                thp: report.plan.workload.thp.name(),
             });
         }
     }
@@ -190,7 +190,7 @@ fn tails_trimmed_warnings(report: &Report) -> Vec<Warning> {
 /// done in under 0.1 s a slice. Each says the median it measured.
 fn coarse_count_warnings(report: &Report) -> Vec<Warning> {
     let median = |values: Vec<f64>| crate::stats::summarize(&values).map(|s| s.median);
-    if report.plan.iterations.is_some() {
+    if report.plan.workload.fixed_iterations.is_some() {
         let elapsed = median(report.measurements.iter().map(|m| m.result.elapsed_s() * 1e3).collect());
         return elapsed
             .filter(|ms| *ms < 100.0)
@@ -331,7 +331,7 @@ fn slice_warnings(report: &Report, m: &Measurement) -> Vec<Warning> {
     let name = || m.placement.name.clone();
     if m.result.overran {
         // Its CPU shares are low because it stood still, not because of other load.
-        return vec![match report.plan.iterations {
+        return vec![match report.plan.workload.fixed_iterations {
             Some(_) => Warning::PausedFixedWork {
                 placement: name(),
                 slice: report.plan.slice_name_at(m.round, m.tasks),
@@ -363,7 +363,7 @@ fn slice_warnings(report: &Report, m: &Measurement) -> Vec<Warning> {
         // Fixed work: workers sharing a CPU finish apart (each is owed a varying share), a
         // worker done early is parked (not runnable, no cost), and under a second rusage's
         // tick granularity is too coarse to judge.
-        if report.plan.iterations.is_some() && (on_it.len() > 1 || m.result.elapsed_s() < 1.0) {
+        if report.plan.workload.fixed_iterations.is_some() && (on_it.len() > 1 || m.result.elapsed_s() < 1.0) {
             continue;
         }
         warnings.extend(cpu_time_warnings(report, m, cpu, &on_it));
@@ -400,7 +400,7 @@ fn cpu_time_warnings(report: &Report, m: &Measurement, cpu: usize, workers: &[&r
         });
     }
     let blocked_share = sum(&|w| w.blocked_ns(elapsed_ns)).unwrap_or(0) as f64 / span_ns;
-    if report.plan.iterations.is_none() && blocked_share > 0.05 {
+    if report.plan.workload.fixed_iterations.is_none() && blocked_share > 0.05 {
         warnings.push(Warning::Blocked {
             placement: placement.clone(),
             slice: round.clone(),

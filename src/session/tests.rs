@@ -335,7 +335,7 @@ fn a_signal_ends_the_run_keeping_every_completed_slice_and_flagging_its_round() 
 #[test]
 fn a_sigbus_of_a_file_workload_names_the_tmpdirs_free_space() {
     let (mut report, leaves) = baseline_and_child(1);
-    report.plan.workload = crate::workload::WorkloadKind::FileShared;
+    report.plan.workload.kind = crate::workload::WorkloadKind::named("file-shared").unwrap();
     report.plan.tmpdir = "/tmp".into();
     let died = "worker 1234 on CPU 1 died: killed by SIGBUS";
     let mut slicer = FakeSlicer { answers: HashMap::from([(1, Answer::Bus(died))]), ..Default::default() };
