@@ -648,7 +648,13 @@ mod tests {
         }
         let line = |text: &str| text.lines().find(|l| l.starts_with("base/child overhead")).map(str::to_string);
         assert!(!line(&table(&report)).unwrap().contains("not resolved"));
-        let few = Warning::FewIterations { placement: "child".into(), tasks: None, iterations: 3.0, slice_ms: 25.0 };
+        let few = Warning::FewIterations {
+            placement: "child".into(),
+            tasks: None,
+            iterations: 3.0,
+            slice_ms: 25.0,
+            asked_ms: 25.0,
+        };
         report.warnings.push(few);
         let said = line(&table(&report)).unwrap();
         assert!(said.ends_with("; not resolved: under ten whole iterations a slice (see the warning)"), "{said}");

@@ -209,8 +209,12 @@ fn coarse_count_warnings(report: &Report) -> Vec<Warning> {
             .iter()
             .filter(|m| m.placement == *placement && m.tasks == tasks && !m.result.workers.is_empty())
             .collect();
+        // Whole iterations, boundary to boundary: a per-page loop counts each page.
+        let per_boundary = crate::workload::counts_per_boundary(&report.plan.workload) as f64;
         let per_worker = |m: &&Measurement| {
-            m.result.workers.iter().map(|w| w.iterations as f64).sum::<f64>() / m.result.workers.len() as f64
+            m.result.workers.iter().map(|w| w.iterations as f64).sum::<f64>()
+                / m.result.workers.len() as f64
+                / per_boundary
         };
         let (Some(iterations), Some(slice_ms)) = (
             median(slices.iter().map(per_worker).collect()),
@@ -224,6 +228,7 @@ fn coarse_count_warnings(report: &Report) -> Vec<Warning> {
                 tasks: sweep.then_some(tasks),
                 iterations,
                 slice_ms,
+                asked_ms: report.plan.slice_duration().as_secs_f64() * 1e3,
             });
         }
     }

@@ -245,7 +245,7 @@ fn stalled(workers: &Workers, slots: &Slots, command: u32, timed_out: bool) -> R
     };
     if !stopped.is_empty() {
         return Err(WorkerDied::because(format!(
-            "{} stopped by a signal from outside and did not park within {} s: continue it (kill -CONT) or end the run",
+            "{} stopped by a signal from outside and did not park within {} s: the slice is given up and its crew ended (the next slice makes another)",
             named(&stopped),
             STALL_NS / 1_000_000_000
         ))

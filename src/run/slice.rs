@@ -57,9 +57,10 @@ const OVERRUN_SLACK_NS: u64 = 50_000_000;
 /// windows ran past the slice by more than an iteration (each ends at its first iteration
 /// boundary after the slice's end, one of its iterations late at most) plus the slack.
 fn windows_overran(facts: &SliceFacts, elapsed_ns: u64, iterations: &[u64]) -> bool {
-    let completed: u64 = iterations.iter().sum();
+    // Whole iterations between boundaries: a per-page loop counts 32,768 a page_fault1 one.
+    let completed = iterations.iter().sum::<u64>() / facts.counts_per_boundary.max(1);
     let iteration_ns = match completed {
-        0 => 0,
+        0 => elapsed_ns,
         n => elapsed_ns.saturating_mul(iterations.len() as u64) / n,
     };
     overran(facts.asked_park_after_ns, facts.duration_ns)
@@ -102,6 +103,8 @@ pub struct Crew {
     samplers: Vec<WorkerSampler>,
     stacks: Vec<Vec<Vec<u64>>>,
     per_iteration: u64,
+    /// Loop counts from one iteration boundary to the next (`workload::counts_per_boundary`).
+    counts_per_boundary: u64,
     /// When each worker entered its loop, from the crew's release.
     start_offsets_ns: Vec<u64>,
     start_skew_ns: u64,
@@ -191,6 +194,7 @@ impl Crew {
             samplers: Vec::new(),
             stacks: Vec::new(),
             per_iteration: workload::shape(&spec.settings).per_iteration,
+            counts_per_boundary: workload::counts_per_boundary(&spec.settings),
             start_offsets_ns: vec![0; count],
             start_skew_ns: 0,
             set_up_ns: None,
@@ -307,6 +311,7 @@ impl Crew {
             cpus: self.cpus.clone(),
             tids: self.tids.clone(),
             per_iteration: self.per_iteration,
+            counts_per_boundary: self.counts_per_boundary,
             duration_ns: spec.duration.as_nanos() as u64,
             fixed,
             source: self.source,
@@ -451,6 +456,8 @@ pub struct SliceFacts {
     pub cpus: Vec<usize>,
     pub tids: Vec<i32>,
     pub per_iteration: u64,
+    /// Loop counts from one iteration boundary to the next.
+    pub counts_per_boundary: u64,
     pub duration_ns: u64,
     pub fixed: bool,
     pub source: KernelCountSource,
@@ -609,6 +616,7 @@ mod tests {
             cpus: vec![0, 0, 1],
             tids: vec![11, 12, 13],
             per_iteration: 256,
+            counts_per_boundary: 1,
             duration_ns: 100_000_000,
             fixed,
             source: KernelCountSource::Minflt,
@@ -713,6 +721,14 @@ mod tests {
             ..Deltas::default()
         };
         assert!(!figures(&slow, two_each.clone(), Vec::new()).unwrap().overran, "an iteration past is the park");
+        // A per-page loop (page_fault1: 32,768 counts an iteration) is judged by its iterations,
+        // not its pages: two of them, 0.7 s each, in each window.
+        let per_page = SliceFacts { counts_per_boundary: 32_768, ..slow.clone() };
+        let pages = Deltas {
+            workers: (0..3).map(|_| WorkerDelta { iterations: 65_536, ..delta(2, 1_000_000_000, 0) }).collect(),
+            ..Deltas::default()
+        };
+        assert!(!figures(&per_page, pages, Vec::new()).unwrap().overran, "counted in iterations, not pages");
         // The harness itself asked 0.3 s late (stopped, starved): not comparable.
         slow.asked_park_after_ns = 1_300_000_000;
         assert!(figures(&slow, two_each, Vec::new()).unwrap().overran);

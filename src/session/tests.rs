@@ -407,11 +407,13 @@ fn a_loop_of_few_iterations_a_slice_is_said_to_stop_its_workers_apart() {
         report.warnings.iter().filter(|w| matches!(w, Warning::FewIterations { .. })).map(|w| w.to_string()).collect();
     assert_eq!(few.len(), 2, "{few:?}");
     assert!(
-        few[0].starts_with("base: a worker completed 3.0 whole iterations of its loop per 1000 ms slice (median)"),
+        few[0].starts_with(
+            "base: a worker completed 3.0 whole iterations of its loop per 1000 ms window (median) of a 1000 ms slice"
+        ),
         "{few:?}"
     );
     assert!(
-        few[0].contains("windows ran up to 33% past the slice")
+        few[0].contains("(an iteration is some 333 ms), so the windows ran 0% past the slice")
             && few[0].ends_with("(fewer --slices; at one slice, a longer --duration)"),
         "{few:?}"
     );

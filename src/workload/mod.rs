@@ -406,6 +406,16 @@ pub fn create(settings: &WorkloadSettings, worker_index: usize) -> Box<dyn Workl
     (settings.kind.create)(settings, worker_index)
 }
 
+/// How far the loop counter moves from one iteration boundary (where a worker parks) to the
+/// next: 1 where it counts whole iterations, the iteration's pages where it counts each page
+/// (page_fault1's 32,768).
+pub fn counts_per_boundary(settings: &WorkloadSettings) -> u64 {
+    match settings.kind.per_iteration {
+        PerIteration::One => (settings.kind.pages_per_iteration)(settings).max(1),
+        PerIteration::ChunkPages | PerIteration::SizePages => 1,
+    }
+}
+
 /// The workload's counting, from its descriptor and the settings (nothing is built).
 pub fn shape(settings: &WorkloadSettings) -> Shape {
     let kind = settings.kind;
