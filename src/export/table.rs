@@ -324,7 +324,8 @@ fn overran_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Res
         if overran.is_empty() {
             continue;
         }
-        let mut named: Vec<String> = overran.iter().take(3).map(|m| report.plan.slice_name(m.round)).collect();
+        let mut named: Vec<String> =
+            overran.iter().take(3).map(|m| report.plan.slice_name_at(m.round, m.tasks)).collect();
         if overran.len() > 3 {
             named.push(format!("{} more", overran.len() - 3));
         }
