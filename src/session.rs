@@ -493,6 +493,13 @@ impl OomCounts {
                 leaf.cgroup_path,
                 kills - seen
             )
+        } else if died.why.contains("SIGKILL") {
+            // The count was read: say what it showed rather than what an OOM kill looks like.
+            format!(
+                "{} (not the OOM killer in {}: its oom_kill count did not rise, {kills}; something else sent SIGKILL)",
+                died.why.replace(" (an OOM kill looks like this; see the cgroup's oom_kill count or dmesg)", ""),
+                leaf.cgroup_path
+            )
         } else {
             died.why
         };
