@@ -3,7 +3,7 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::export::{EXPORTERS, Exporter};
-use crate::workload::{WORKLOADS, WorkloadKind};
+use crate::workload::WorkloadKind;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -161,7 +161,7 @@ pub struct RunArgs {
     pub mode: Mode,
 
     /// The loop each worker runs
-    #[arg(long, value_enum, default_value_t = Workload(WorkloadKind::Anon))]
+    #[arg(long, value_enum, default_value_t = Workload(WorkloadKind::default()))]
     pub workload: Workload,
 
     /// Bytes usemem allocates per iteration, usemem-file maps and reads, and fork's children
@@ -314,13 +314,13 @@ pub enum Mode {
     Thread,
 }
 
-/// `--workload`: the loop each worker runs. Its names and help lines are the workload table's
-/// (`workload::WORKLOADS`), so a workload is described in one place.
+/// `--workload`: the loop each worker runs. Its names and help lines are the workloads'
+/// descriptors' (`workload::WORKLOADS`), so a workload is described in one place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Workload(pub WorkloadKind);
 
 static WORKLOAD_VALUES: std::sync::LazyLock<Vec<Workload>> =
-    std::sync::LazyLock::new(|| WORKLOADS.iter().map(|facts| Workload(facts.kind)).collect());
+    std::sync::LazyLock::new(|| WorkloadKind::all().map(Workload).collect());
 
 impl ValueEnum for Workload {
     fn value_variants<'a>() -> &'a [Self] {
@@ -328,8 +328,7 @@ impl ValueEnum for Workload {
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        let facts = self.0.facts();
-        Some(clap::builder::PossibleValue::new(facts.name).help(facts.description))
+        Some(clap::builder::PossibleValue::new(self.0.name).help(self.0.description))
     }
 }
 

@@ -15,7 +15,7 @@ use crate::run::topology::CpuOrder;
 use crate::run::{KernelCountSource, Mode};
 use crate::sink::OutputPath;
 use crate::text::{cpu_list_entries, format_cpu_list, parse_cpu_list, parse_seconds, parse_size};
-use crate::workload::{ThpMode, WorkloadKind};
+use crate::workload::{ThpMode, WorkloadKind, WorkloadSettings};
 
 /// The shortest slice worth measuring: well above the start/stop cost (tens of microseconds).
 const MIN_DURATION: Duration = Duration::from_millis(100);
@@ -94,19 +94,18 @@ impl RunOptions {
         };
         let most_tasks = task_counts.iter().copied().max().unwrap_or(1);
         let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
-        let memory = WorkloadMemory::from_args(args, page_size)?;
+        let work = WorkloadOptions::from_args(args, page_size, timing.iterations)?;
+        let workload = &work.settings;
         if args.slices.trim() == "auto" && timing.iterations.is_none() && timing.duration >= AUTO_SLICING_FROM {
-            let workload = WorkloadKind::from(args.workload);
-            let pages = workload.pages_per_iteration(memory.chunk_bytes, memory.size_bytes, page_size);
+            let pages = (workload.kind.pages_per_iteration)(workload);
             timing.slices = auto_slices(timing.duration, pages, most_tasks.div_ceil(cpus.len().max(1)));
         }
         check_siblings(&placements, &task_counts, args.mode.into())?;
         check_turns(&timing, &task_counts, cpus.len())?;
         // Every crew's worker has a file of its own, or every CPU slot one the crews share.
-        let files = most_tasks
-            * if WorkloadKind::from(args.workload).shares_file_across_crews() { 1 } else { placements.len() };
-        check_inodes(args, &memory.tmpdir, files)?;
-        check_space(args, &memory, files)?;
+        let files = most_tasks * if workload.kind.shares_file_across_crews { 1 } else { placements.len() };
+        check_inodes(workload.kind, &work.tmpdir, files)?;
+        check_space(&work, files)?;
         let profile_dir = profile_dir(args)?;
         check_one_stdout(args)?;
 
@@ -125,20 +124,15 @@ impl RunOptions {
             interval: timing.interval,
             cpus,
             task_counts,
-            workload: args.workload.into(),
+            workload: work.settings,
             mode: args.mode.into(),
             kernel_count: args.kernel_count.into(),
-            chunk_bytes: memory.chunk_bytes,
-            size_bytes: memory.size_bytes,
-            thp: args.thp.into(),
-            tmpdir: memory.tmpdir,
+            tmpdir: work.tmpdir,
             base: BaseSpec::parse(&args.base)?,
             version: args.cgroup_version.into(),
-            page_size,
             profile: args.profile || args.profile_dir.is_some(),
             profile_dir,
             locks: args.locks,
-            iterations: timing.iterations,
         };
         Ok(RunOptions {
             plan,
@@ -390,16 +384,17 @@ fn check_siblings(placements: &[Placement], task_counts: &[usize], mode: Mode) -
     Ok(())
 }
 
-/// The memory a workload's loop touches: `--chunk`, `--size` and the `--tmpdir` its files go
+/// What reaches the workers, read off the command line in this one place: `--workload`,
+/// `--chunk`, `--size`, `--thp`, `--iterations` (a new option for the workers is a field of
+/// `WorkloadSettings`, its flag in cli.rs and its line here), and the `--tmpdir` its files go
 /// in, checked against the page size, the workload and `--mode`.
-struct WorkloadMemory {
-    chunk_bytes: u64,
-    size_bytes: u64,
+struct WorkloadOptions {
+    settings: WorkloadSettings,
     tmpdir: PathBuf,
 }
 
-impl WorkloadMemory {
-    fn from_args(args: &RunArgs, page_size: u64) -> Result<Self> {
+impl WorkloadOptions {
+    fn from_args(args: &RunArgs, page_size: u64, fixed_iterations: Option<u64>) -> Result<Self> {
         let chunk_bytes = parse_size("--chunk", &args.chunk)?;
         if chunk_bytes < page_size || chunk_bytes % page_size != 0 {
             bail!("--chunk {}: must be a positive multiple of the page size ({page_size} bytes), e.g. 1M", args.chunk);
@@ -410,12 +405,9 @@ impl WorkloadMemory {
         }
         let workload = WorkloadKind::from(args.workload);
         if Mode::from(args.mode) == Mode::Thread
-            && let Some(problem) = workload.thread_mode_problem()
+            && let Some(problem) = workload.thread_mode_problem
         {
-            bail!(
-                "--mode thread: --workload {} cannot run as threads ({problem}); use --mode process",
-                workload.name()
-            );
+            bail!("--mode thread: --workload {} cannot run as threads ({problem}); use --mode process", workload.name);
         }
         let size_bytes = parse_size("--size", &args.size)?;
         if size_bytes < page_size || size_bytes % page_size != 0 || size_bytes > 1 << 40 {
@@ -441,9 +433,18 @@ impl WorkloadMemory {
                 .map_err(|why| anyhow!("--tmpdir {}: {why}; give a writable directory", tmpdir.display()))?;
         }
         if let Some(problem) = workload.files_dir_problem(&tmpdir) {
-            bail!("--tmpdir {} (for --workload {}): {problem}", tmpdir.display(), workload.name());
+            bail!("--tmpdir {} (for --workload {}): {problem}", tmpdir.display(), workload.name);
         }
-        Ok(WorkloadMemory { chunk_bytes, size_bytes, tmpdir })
+        let settings = WorkloadSettings {
+            kind: workload,
+            chunk_bytes,
+            size_bytes,
+            page_size,
+            thp: args.thp.into(),
+            files_dir: None,
+            fixed_iterations,
+        };
+        Ok(WorkloadOptions { settings, tmpdir })
     }
 }
 
@@ -451,8 +452,8 @@ impl WorkloadMemory {
 /// once (each placement's crew at the largest task count: `workers`). A
 /// filesystem that has fewer free (a tmpfs with nr_inodes=4) passes the directory probe and
 /// then fails every slice; one that counts no inodes (f_files 0, btrfs) is not judged.
-fn check_inodes(args: &RunArgs, tmpdir: &Path, workers: usize) -> Result<()> {
-    if !WorkloadKind::from(args.workload).needs_files() {
+fn check_inodes(workload: WorkloadKind, tmpdir: &Path, workers: usize) -> Result<()> {
+    if !workload.needs_files() {
         return Ok(());
     }
     let Ok(stat) = nix::sys::statvfs::statvfs(tmpdir) else { return Ok(()) };
@@ -470,20 +471,19 @@ fn check_inodes(args: &RunArgs, tmpdir: &Path, workers: usize) -> Result<()> {
 /// A file workload's space: each worker alive at once (every placement's crew at the largest
 /// task count: `workers`) has its file, whose pages a tmpfs of 4 KiB free passes the directory
 /// probe with and then fails as SIGBUS in the first slice.
-fn check_space(args: &RunArgs, memory: &WorkloadMemory, workers: usize) -> Result<()> {
-    let workload = WorkloadKind::from(args.workload);
+fn check_space(work: &WorkloadOptions, workers: usize) -> Result<()> {
+    let workload = work.settings.kind;
     if !workload.needs_files() {
         return Ok(());
     }
-    let (Ok(vfs), Ok(fs)) = (nix::sys::statvfs::statvfs(&memory.tmpdir), nix::sys::statfs::statfs(&memory.tmpdir))
-    else {
+    let (Ok(vfs), Ok(fs)) = (nix::sys::statvfs::statvfs(&work.tmpdir), nix::sys::statfs::statfs(&work.tmpdir)) else {
         return Ok(());
     };
     let on_tmpfs = crate::run::files::filesystem_name(fs.filesystem_type().0) == "tmpfs";
-    let per_worker = workload.file_bytes_per_worker(memory.chunk_bytes, memory.size_bytes, on_tmpfs);
+    let per_worker = (workload.file_bytes)(&work.settings, on_tmpfs);
     let free = vfs.blocks_available().saturating_mul(vfs.fragment_size());
-    match space_problem(workload.name(), per_worker, workers, free) {
-        Some(problem) => bail!("--tmpdir {}: {problem}", memory.tmpdir.display()),
+    match space_problem(workload.name, per_worker, workers, free) {
+        Some(problem) => bail!("--tmpdir {}: {problem}", work.tmpdir.display()),
         None => Ok(()),
     }
 }
@@ -641,7 +641,7 @@ mod tests {
         use clap::ValueEnum;
         let name = |value: &dyn Fn() -> Option<clap::builder::PossibleValue>| value().unwrap().get_name().to_string();
         for &w in cli::Workload::value_variants() {
-            assert_eq!(name(&|| w.to_possible_value()), WorkloadKind::from(w).name());
+            assert_eq!(name(&|| w.to_possible_value()), WorkloadKind::from(w).name);
         }
         for &m in cli::Mode::value_variants() {
             assert_eq!(name(&|| m.to_possible_value()), Mode::from(m).name());
@@ -701,13 +701,13 @@ mod tests {
         );
         assert_eq!(space_problem("file-shared", 1 << 20, 4, 4 << 20), None);
         assert_eq!(space_problem("mmap-file", 0, 4, 0), None);
-        assert_eq!(
-            WorkloadKind::FilePrivate.file_bytes_per_worker(1 << 20, 64 << 20, false),
-            0,
-            "a hole read takes no block"
-        );
-        assert_eq!(WorkloadKind::UsememFile.file_bytes_per_worker(1 << 20, 64 << 20, true), 64 << 20);
-        assert_eq!(WorkloadKind::PageFault3.file_bytes_per_worker(1 << 20, 64 << 20, false), 128 << 20);
+        let file_bytes = |name: &str, on_tmpfs: bool| {
+            let settings = WorkloadSettings::example(name);
+            (settings.kind.file_bytes)(&settings, on_tmpfs)
+        };
+        assert_eq!(file_bytes("file-private", false), 0, "a hole read takes no block");
+        assert_eq!(file_bytes("usemem-file", true), 64 << 20);
+        assert_eq!(file_bytes("page_fault3", false), 128 << 20);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::plan::{Plan, cpus_for_tasks, order, sibling_of};
 use crate::report::{Environment, Failure, Measurement, Report, RunId, Warning};
 use crate::run::files::RunFiles;
 use crate::run::{self, Progress, RealSlicer, RunSpec, SliceSpec, Slicer, WorkerDied};
-use crate::workload::{self, WorkloadKind};
+use crate::workload;
 
 /// Runs the plan in the memory hierarchy of `detected`. `checkpoint` sees the report after
 /// every slice, so what is measured can be on disk long before the end (a run killed in hour 3
@@ -105,12 +105,13 @@ impl Session {
         let mut warnings = setup_warnings(&plan, &tree, &leaves[0], &hierarchy);
         let files = plan
             .workload
+            .kind
             .needs_files()
-            .then(|| RunFiles::create(&plan.tmpdir, &env.cgroup_run_name, plan.workload, plan.page_size))
+            .then(|| RunFiles::create(&plan.tmpdir, &env.cgroup_run_name, plan.workload.kind, plan.workload.page_size))
             .transpose()?;
         let files_fs = files.as_ref().map(|f| f.filesystem());
-        // Page cache on tmpfs is swap-backed: usemem-file's point, reclaim without swap, is lost.
-        if plan.workload == WorkloadKind::UsememFile && files_fs.as_deref() == Some("tmpfs") {
+        // Page cache on tmpfs is swap-backed: reclaim without swap, usemem-file's point, is lost.
+        if plan.workload.kind.wants_reclaimable_files && files_fs.as_deref() == Some("tmpfs") {
             warnings.push(Warning::SwapBackedFiles { tmpdir: plan.tmpdir.clone() });
         }
         warnings.extend(plan_warnings(&plan));
@@ -256,10 +257,14 @@ fn check_budgets(plan: &Plan, hierarchy: &Hierarchy, base: &std::path::Path) -> 
     };
     run::budget::ensure_open_files(&crews)?;
     // One crew runs at a time; the others are parked, holding what outlives an iteration.
-    let running = plan.workload.resident_bytes_per_worker(plan.chunk_bytes, plan.size_bytes, plan.page_size);
-    let parked = plan.workload.parked_bytes_per_worker(plan.chunk_bytes, plan.size_bytes);
+    let running = (plan.workload.kind.resident_bytes)(&plan.workload);
+    let parked = (plan.workload.kind.parked_bytes)(&plan.workload);
     let others = crews.cgroups.len().saturating_sub(1) as u64;
-    let needed = running
+    // And what each worker costs the kernel besides: its page tables (8 bytes a 4 KiB page)
+    // and a MiB for its task, stacks and mappings (two crews of 64 MiB workers fitted a limit
+    // of 128 MiB exactly, and the running one was OOM-killed).
+    let kernel = running / 512 + (1 << 20);
+    let needed = (running + kernel)
         .saturating_add(parked.saturating_mul(others))
         .saturating_mul(crews.workers as u64)
         .saturating_add(crews.buffer_bytes());
@@ -443,7 +448,7 @@ fn worker_leaves(leaf: &Leaf, tasks: usize, cpus: usize) -> Vec<&Leaf> {
 /// system cannot allocate (full, or a tmpfs at its size=), and says nothing else. The free
 /// space of --tmpdir, measured now (the run's files still there), goes beside it.
 fn file_space(reason: String, plan: &Plan) -> String {
-    if !plan.workload.needs_files() {
+    if !plan.workload.kind.needs_files() {
         return reason;
     }
     match nix::sys::statvfs::statvfs(&plan.tmpdir) {
@@ -457,32 +462,69 @@ fn file_space(reason: String, plan: &Plan) -> String {
 }
 
 /// Each leaf's memcg oom_kill counter as last seen, so a worker's death can be blamed on the
-/// OOM killer from the memcg's own count, not a guess.
+/// OOM killer from the memcg's own count, not a guess; and how often each cgroup from a leaf up
+/// found its own limit reached (`memcg::limit_hits`), so the kill is blamed on the cgroup whose
+/// limit it was: an ancestor's limit kills a worker in a leaf that has none.
 struct OomCounts {
     seen: HashMap<std::path::PathBuf, u64>,
+    limit_hits: HashMap<std::path::PathBuf, u64>,
 }
 
 impl OomCounts {
     fn new(leaves: &[Vec<Leaf>], slicer: &dyn Slicer) -> Self {
         let seen = leaves.iter().flatten().map(|leaf| (leaf.fs_path.clone(), slicer.oom_kills(leaf))).collect();
-        OomCounts { seen }
+        let mut counts = OomCounts { seen, limit_hits: HashMap::new() };
+        for leaf in leaves.iter().flatten() {
+            counts.limiting_cgroup(leaf);
+        }
+        counts
     }
 
     fn explain(&mut self, leaf: &Leaf, died: WorkerDied, slicer: &dyn Slicer) -> String {
         let kills = slicer.oom_kills(leaf);
-        let seen = self.seen.entry(leaf.fs_path.clone()).or_insert(0);
-        let reason = if kills > *seen {
+        let seen = *self.seen.entry(leaf.fs_path.clone()).or_insert(0);
+        let limiting = self.limiting_cgroup(leaf);
+        let reason = if kills > seen {
+            let limit = match limiting {
+                Some((path, Some(limit))) => {
+                    format!(": {path} reached its memory limit of {}", crate::text::bytes(limit))
+                }
+                Some((path, None)) => format!(": {path} reached its memory limit"),
+                None => String::new(),
+            };
             format!(
-                "{}; the OOM killer ran in {} (its oom_kill count rose by {} during this run's slice, to {kills})",
+                "{}; the OOM killer ran in {} (its oom_kill count rose by {} during this run's slice, to {kills}){limit}",
                 died.why,
                 leaf.cgroup_path,
-                kills - *seen
+                kills - seen
+            )
+        } else if died.why.contains("SIGKILL") {
+            // The count was read: say what it showed rather than what an OOM kill looks like.
+            format!(
+                "{} (not the OOM killer in {}: its oom_kill count did not rise, {kills}; something else sent SIGKILL)",
+                died.why.replace(" (an OOM kill looks like this; see the cgroup's oom_kill count or dmesg)", ""),
+                leaf.cgroup_path
             )
         } else {
             died.why
         };
-        *seen = kills;
+        self.seen.insert(leaf.fs_path.clone(), kills);
         reason
+    }
+
+    /// The deepest cgroup from `leaf` up whose limit was reached since last looked at, named
+    /// as the hierarchy does, with its limit; every count on the way taken as seen.
+    fn limiting_cgroup(&mut self, leaf: &Leaf) -> Option<(String, Option<u64>)> {
+        let mut found = None;
+        let levels = leaf.fs_path.ancestors().zip(std::path::Path::new(&leaf.cgroup_path).ancestors());
+        for (dir, path) in levels {
+            let Some(hits) = crate::measure::memcg::limit_hits(dir) else { break };
+            let before = self.limit_hits.insert(dir.to_path_buf(), hits);
+            if found.is_none() && before.is_some_and(|before| hits > before) {
+                found = Some((path.display().to_string(), crate::cgroup::room::memory_limit(dir)));
+            }
+        }
+        found
     }
 }
 

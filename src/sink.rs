@@ -269,6 +269,14 @@ impl Sink {
         Ok(Sink { label: format!("{option} {text}"), identity, target, claim: None })
     }
 
+    /// For a file that existed when the run opened it, which the run's writes replace: its
+    /// name as the user gave it. None for a new file or a stream.
+    pub fn existing_file(&self) -> Option<&str> {
+        let existed = matches!(self.identity, Some(Identity::Inode(..)));
+        (existed && matches!(self.target, Target::Replace(_)))
+            .then(|| self.label.split_once(' ').map_or("", |(_, path)| path))
+    }
+
     /// Whether this output writes to standard output, by `-` or by another name for it
     /// (/dev/stdout, the terminal's own device, the FIFO stdout is): the table must go elsewhere.
     pub fn shares_stdout(&self) -> bool {

@@ -316,3 +316,28 @@ fn a_profile_dir_under_a_file_is_refused_and_auto_slices_pass_their_own_check() 
         .unwrap();
     assert!(checked.status.success(), "{}", text(&checked.stderr));
 }
+
+/// A run that replaces an output file that existed says so, in one line naming each file it
+/// replaced and none it made new; before, a user's earlier results were replaced unsaid.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_run_names_the_existing_files_it_replaced() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let (old, new) = (dir.path().join("old.json"), dir.path().join("new.csv"));
+    std::fs::write(&old, "an earlier run's results\n").unwrap();
+    let args =
+        ["--base", BASE, "--duration", "0.2", "-q", "--json", old.to_str().unwrap(), "--csv", new.to_str().unwrap()];
+    let replaced_lines = |output: &std::process::Output| -> Vec<String> {
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        text(&output.stderr).lines().filter(|l| l.contains("replaced")).map(str::to_string).collect()
+    };
+    let (_, first) = run_clean(&base, &args);
+    assert_eq!(replaced_lines(&first), [format!("faultscale: replaced the existing {}", old.display())]);
+    // Both exist now: one line names both.
+    let (_, second) = run_clean(&base, &args);
+    let said = replaced_lines(&second);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].contains(old.to_str().unwrap()) && said[0].contains(new.to_str().unwrap()), "{said:?}");
+}

@@ -544,7 +544,11 @@ fn cleanup_judges_liveness_across_pid_namespaces() {
     let sweep = cleanup(&[]);
     let output = run.wait_with_output().unwrap();
     assert_nothing_left(&base, 1);
-    assert!(text(&sweep.stdout).contains("still alive"), "{}", text(&sweep.stdout));
+    assert!(
+        text(&sweep.stdout).contains("its run (pid 1 in its own PID namespace) is still alive"),
+        "{}",
+        text(&sweep.stdout)
+    );
     assert!(output.status.success(), "run {inner}: {}", text(&output.stderr));
     assert_eq!(read_csv(&csv).len(), 4);
 

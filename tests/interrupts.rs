@@ -148,7 +148,11 @@ fn cleanup_keeps_trees_of_live_runs_and_trees_with_processes() {
     let pid = child.id();
     wait_running(&base, pid);
     let sweep = cleanup(&[]);
-    assert!(text(&sweep.stdout).contains(&"still alive".to_string()), "{}", text(&sweep.stdout));
+    // In our PID namespace, named by its pid alone (it said "in its own PID namespace"), and
+    // exit 1 as the exit-code table says of a cleanup that kept something.
+    let said = format!("its run (pid {pid}) is still alive");
+    assert!(text(&sweep.stdout).contains(&said), "{said} in {}", text(&sweep.stdout));
+    assert_eq!(sweep.status.code(), Some(1), "{}", text(&sweep.stderr));
     assert!(!trees_of(&base, pid).is_empty(), "cleanup removed a live run's tree");
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -208,6 +212,31 @@ fn an_oom_killed_worker_is_reported_for_its_placement_and_the_others_still_repor
     let rows = read_csv(&csv);
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["placement"], "base");
+}
+
+/// A worker OOM-killed under an ancestor's limit is blamed on that ancestor, with its limit:
+/// the workers' cgroup (`level2`) has none, its parent 2 MiB. Before, the message named only
+/// the worker's cgroup, whose limit was not what killed it.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn an_oom_kill_names_the_ancestor_whose_limit_was_reached() {
+    let _serial = needs_root();
+    let base = runs_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("above.toml");
+    let levels = "[[level]]\n\"memory.max\" = \"2M\"\n[[level]]\n";
+    std::fs::write(&profile, format!("name = \"above\"\ndescription = \"OOM from above\"\n{levels}")).unwrap();
+    let args =
+        ["--base", BASE, "--cgroup", profile.to_str().unwrap(), "--chunk", "8M", "--duration", "2", "--slices", "1"];
+    let (_, output) = run_clean(&base, &args);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let killed = stderr.lines().find(|l| l.contains("the OOM killer ran in")).unwrap_or_else(|| panic!("{stderr}"));
+    let (worker_cgroup, blamed) = killed.split_once("the OOM killer ran in ").unwrap().1.split_once(" (").unwrap();
+    assert!(worker_cgroup.ends_with("-above/level2"), "{killed}");
+    let limiting = worker_cgroup.strip_suffix("/level2").unwrap();
+    assert!(limiting.ends_with("-above"), "{killed}");
+    assert!(blamed.ends_with(&format!("): {limiting} reached its memory limit of 2 MiB")), "{killed}");
 }
 
 #[test]

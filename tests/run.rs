@@ -120,6 +120,8 @@ fn a_worker_that_dies_is_reported_and_leaves_nothing() {
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains(&format!("worker {worker} on CPU")) && stderr.contains("killed by SIGKILL"), "{stderr}");
+    // The cgroup's oom_kill count was read, and said, not a guess at what SIGKILL might be.
+    assert!(stderr.contains("not the OOM killer") && stderr.contains("oom_kill count did not rise"), "{stderr}");
     // The record is written whole, with the failure's state; no temporary file beside it.
     let rows = read_csv(&csv);
     assert!(rows.iter().all(|r| r["run_state"] == "failed"), "{rows:?}");

@@ -24,6 +24,15 @@ impl Room {
 /// v1 says "no limit" with the largest page-aligned i64 (9223372036854771712), v2 with "max".
 const UNLIMITED_FROM: u64 = 1 << 62;
 
+/// The memory limit of the cgroup `dir` itself (v2 memory.max, v1 memory.limit_in_bytes), or
+/// None where it has none.
+pub fn memory_limit(dir: &Path) -> Option<u64> {
+    ["memory.max", "memory.limit_in_bytes"]
+        .iter()
+        .find_map(|file| std::fs::read_to_string(dir.join(file)).ok()?.trim().parse().ok())
+        .filter(|&limit| limit < UNLIMITED_FROM)
+}
+
 /// The least room between `dir` and `mount_point` (both inclusive), or None where no cgroup
 /// on the way has a limit. A file that is absent (the root has none) or unreadable sets no limit.
 pub fn memory_room(version: Version, mount_point: &Path, dir: &Path) -> Option<Room> {

@@ -69,7 +69,7 @@ fn slice_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
         host: env.host.clone(),
         kernel: env.kernel.clone(),
         cgroup_version: env.cgroup_version.to_string(),
-        workload: report.plan.workload.name().to_string(),
+        workload: report.plan.workload.kind.name.to_string(),
         mode: report.plan.mode.name().to_string(),
         tasks: m.result.workers.len(),
         placement: m.placement.name.clone(),
@@ -89,12 +89,12 @@ fn slice_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
         thp_enabled: env.thp_enabled.clone(),
         governor: env.governor.clone(),
         overran: m.result.overran,
-        chunk_bytes: report.plan.chunk_bytes,
-        size_bytes: report.plan.size_bytes,
-        thp_mode: report.plan.thp.name().to_string(),
+        chunk_bytes: report.plan.workload.chunk_bytes,
+        size_bytes: report.plan.workload.size_bytes,
+        thp_mode: report.plan.workload.thp.name().to_string(),
         tmpdir_fs: report.files_fs.clone().unwrap_or_default(),
         knobs: knobs_of(report, m),
-        iterations_per_task: report.plan.iterations,
+        iterations_per_task: report.plan.workload.fixed_iterations,
         disturbance: m.disturbance().map(round6),
         round_complete: m.round_complete,
         generation: Some(m.generation),
@@ -111,7 +111,7 @@ fn slice_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
 fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
     let record = super::record::measurement(report, m, false);
     let (result, crew) = (&record.result, record.result.crew.clone().unwrap_or_default());
-    Row {
+    let mut row = Row {
         tasks: crew.tasks,
         faults: crew.loop_faults,
         faults_per_sec: round6(record.faults_per_sec),
@@ -123,12 +123,6 @@ fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
         memcg_pgfault: result.memcg_pgfault,
         start_skew_us: Some(round6(result.start_skew_ns as f64 / 1e3)),
         overhead_vs_baseline: record.overhead_vs_baseline.map(round6),
-        pgscan: result.memcg.get("pgscan").copied(),
-        pgsteal: result.memcg.get("pgsteal").copied(),
-        events_high: result.memcg.get("events_high").copied(),
-        events_max: result.memcg.get("events_max").copied(),
-        psi_some_us: result.memcg.get("psi_some_us").copied(),
-        psi_full_us: result.memcg.get("psi_full_us").copied(),
         psi_scope: result.psi_scope,
         memcg_share: result.profile.and_then(|p| p.memcg_share()).map(round6),
         memcg_ns_per_fault: record.memcg_ns_per_fault.map(round6),
@@ -146,7 +140,12 @@ fn summary_row(report: &Report, costs: &[LevelCost], m: &Measurement) -> Row {
         round_complete: record.round_complete,
         counted: record.counted,
         ..slice_row(report, costs, m)
+    };
+    // The memcg counters the row has columns for, by name (`memcg::Counters::csv_columns`).
+    for (name, cell) in row.memcg_cells() {
+        *cell = result.memcg.get(name).copied();
     }
+    row
 }
 
 /// --per-cpu: one worker's row, from that worker's own counters over its own window.

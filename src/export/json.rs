@@ -34,11 +34,11 @@ impl super::Exporter for Json {
 /// What the run was asked to do.
 fn settings(report: &Report) -> Settings {
     let plan = &report.plan;
-    let timed = plan.iterations.is_none();
+    let timed = plan.workload.fixed_iterations.is_none();
     Settings {
         placements: plan.placements.iter().map(|p| p.name.clone()).collect(),
         duration_s: timed.then_some(plan.duration.as_secs_f64()),
-        iterations_per_task: plan.iterations,
+        iterations_per_task: plan.workload.fixed_iterations,
         slices: plan.slices,
         slice_s: timed.then_some(plan.slice_duration().as_secs_f64()),
         warmup_s: plan.warmup.as_secs_f64(),
@@ -46,15 +46,15 @@ fn settings(report: &Report) -> Settings {
         interval_s: plan.interval.as_secs_f64(),
         repeat: plan.repeat,
         cpus: plan.cpus.clone(),
-        workload: Some(plan.workload.name().to_string()),
+        workload: Some(plan.workload.kind.name.to_string()),
         mode: Some(plan.mode.name().to_string()),
         tasks: plan.task_counts.clone(),
-        chunk_bytes: Some(plan.chunk_bytes),
-        size_bytes: Some(plan.size_bytes),
-        thp: plan.thp.name().to_string(),
-        thp_mode: Some(plan.thp.name().to_string()),
+        chunk_bytes: Some(plan.workload.chunk_bytes),
+        size_bytes: Some(plan.workload.size_bytes),
+        thp: plan.workload.thp.name().to_string(),
+        thp_mode: Some(plan.workload.thp.name().to_string()),
         tmpdir_fs: report.files_fs.clone(),
-        page_size: plan.page_size,
+        page_size: plan.workload.page_size,
         kernel_count: plan.kernel_count.name().to_string(),
     }
 }

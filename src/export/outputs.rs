@@ -20,6 +20,8 @@ struct Output {
     /// The slices a checkpoint put in it: the final write must replace them even when a stop
     /// signal left no round complete, and where that write fails, the file still holds them.
     checkpointed: Option<usize>,
+    /// Whether a write of this run has replaced a file that existed before it.
+    replaced: bool,
 }
 
 /// The files a run writes: opened before it starts, rewritten after every slice, written whole
@@ -54,7 +56,7 @@ impl Outputs {
                     .map_err(error::usage)?;
             }
             refuse_profile_files(plan, &sink).map_err(error::usage)?;
-            files.push(Output { format: *format, sink, checkpointed: None });
+            files.push(Output { format: *format, sink, checkpointed: None, replaced: false });
         }
         Sink::check_distinct(&mut files.iter_mut().map(|f| &mut f.sink).collect::<Vec<_>>()).map_err(error::usage)?;
         Ok(Outputs {
@@ -95,7 +97,10 @@ impl Outputs {
             match file.sink.checkpoint(|out| file.format.write(out, report, &settings)) {
                 // A stream takes no checkpoint: it keeps nothing but what the end writes.
                 Ok(()) if file.sink.is_stream() => {}
-                Ok(()) => file.checkpointed = Some(report.measurements.len()),
+                Ok(()) => {
+                    file.checkpointed = Some(report.measurements.len());
+                    file.replaced = file.sink.existing_file().is_some();
+                }
                 Err(e) => errors.push(e),
             }
         }
@@ -115,14 +120,21 @@ impl Outputs {
     /// result (a CSV's rows carry no failure, and there is no row).
     pub fn write(self, report: &Report) -> bool {
         let mut all_written = true;
+        let mut replaced = Vec::new();
         for file in self.files {
             let stream = file.sink.is_stream();
+            let existing = file.sink.existing_file().map(str::to_string);
             let failures_only = report.measurements.is_empty() && !report.failures.is_empty();
-            if (!report.measurements.is_empty()
+            let written = (!report.measurements.is_empty()
                 || file.checkpointed.is_some()
                 || (failures_only && file.format.records_failures()))
-                && let Err(e) = file.sink.write_with(|out| file.format.write(out, report, &self.settings))
+            .then(|| file.sink.write_with(|out| file.format.write(out, report, &self.settings)));
+            if let Some(existing) = existing
+                && (file.replaced || matches!(written, Some(Ok(()))))
             {
+                replaced.push(existing);
+            }
+            if let Some(Err(e)) = written {
                 // The file is left as the last checkpoint wrote it, which not every format marks
                 // as partial (the samples have no state column): say what it holds.
                 let kept = match file.checkpointed {
@@ -136,6 +148,10 @@ impl Outputs {
                 say!("faultscale: error: {e:#}{kept}");
                 all_written = false;
             }
+        }
+        // A file the user had is gone: one line names each, so none is lost unsaid.
+        if !replaced.is_empty() {
+            say!("faultscale: replaced the existing {}", replaced.join(", "));
         }
         if let Some(dir) = &self.profile_dir
             && !report.measurements.is_empty()

@@ -140,13 +140,7 @@ fn samples(result: &SliceResult, per_cpu: bool) -> Vec<CrewSample<'_>> {
 
 /// The memcg counters by their CSV and JSON names.
 fn memcg_columns(c: &crate::measure::memcg::Counters) -> std::collections::BTreeMap<String, u64> {
-    let pressure = [("psi_some_us", c.pressure.map(|p| p.some_us)), ("psi_full_us", c.pressure.map(|p| p.full_us))];
-    c.stat
-        .columns()
-        .chain(c.events.columns())
-        .chain(pressure)
-        .filter_map(|(name, value)| Some((name.to_string(), value?)))
-        .collect()
+    c.columns().filter_map(|(name, value)| Some((name.to_string(), value?))).collect()
 }
 
 #[cfg(test)]

@@ -105,7 +105,7 @@ fn title(out: &mut dyn Write, report: &Report, sweep: bool) -> Result<()> {
     writeln!(
         out,
         "faultscale: {}, {workers}{} on CPUs {}, cgroup {} (memory, {} layout), {} in {} interleaved slice{}{}",
-        plan.workload.name(),
+        plan.workload.kind.name,
         if plan.mode == Mode::Thread { " (threads of one process)" } else { "" },
         env.cpus,
         env.cgroup_version,
@@ -114,7 +114,7 @@ fn title(out: &mut dyn Write, report: &Report, sweep: bool) -> Result<()> {
             crate::cgroup::Layout::V1 => "v1",
             crate::cgroup::Layout::Hybrid => "hybrid",
         },
-        match plan.iterations {
+        match plan.workload.fixed_iterations {
             Some(iterations) => format!("{} iterations per task", thousands(iterations as f64)),
             None => format!("{} per placement", seconds(plan.duration)),
         },
@@ -292,7 +292,7 @@ fn memcg_notes(out: &mut dyn Write, report: &Report, summaries: &[PlacementSumma
 /// said under the rows, with the throughput ratio beside the overhead. Fixed work is left out:
 /// a worker done early is parked, which is no cost.
 fn time_notes(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummary], columns: &Columns) -> Result<()> {
-    if report.plan.iterations.is_some() {
+    if report.plan.workload.fixed_iterations.is_some() {
         return Ok(());
     }
     let name_width = columns.name_width;
@@ -325,11 +325,12 @@ fn overran_lines(out: &mut dyn Write, report: &Report, columns: &Columns) -> Res
         if overran.is_empty() {
             continue;
         }
-        let mut named: Vec<String> = overran.iter().take(3).map(|m| report.plan.slice_name(m.round)).collect();
+        let mut named: Vec<String> =
+            overran.iter().take(3).map(|m| report.plan.slice_name_at(m.round, m.tasks)).collect();
         if overran.len() > 3 {
             named.push(format!("{} more", overran.len() - 3));
         }
-        let what = match report.plan.iterations {
+        let what = match report.plan.workload.fixed_iterations {
             Some(_) => "stopped (Ctrl-Z) during its fixed work".to_string(),
             None => {
                 let longest = overran.iter().map(|m| m.result.elapsed_s()).fold(0.0, f64::max);
@@ -703,7 +704,13 @@ mod tests {
         }
         let line = |text: &str| text.lines().find(|l| l.starts_with("base/child overhead")).map(str::to_string);
         assert!(!line(&table(&report)).unwrap().contains("not resolved"));
-        let few = Warning::FewIterations { placement: "child".into(), tasks: None, iterations: 3.0, slice_ms: 25.0 };
+        let few = Warning::FewIterations {
+            placement: "child".into(),
+            tasks: None,
+            iterations: 3.0,
+            slice_ms: 25.0,
+            asked_ms: 25.0,
+        };
         report.warnings.push(few);
         let said = line(&table(&report)).unwrap();
         assert!(said.ends_with("; not resolved: under ten whole iterations a slice (see the warning)"), "{said}");

@@ -16,9 +16,21 @@ pub fn oom_kills(cgroup_dir: &Path) -> Option<u64> {
         .find_map(|file| stat_value(&std::fs::read_to_string(cgroup_dir.join(file)).ok()?, "oom_kill"))
 }
 
+/// How often a charge found this cgroup's own memory limit reached: v2's memory.events `oom`
+/// (counted in the cgroup whose limit it was and its ancestors, never its descendants), v1's
+/// memory.failcnt (the level that refused the charge alone). None where neither is readable.
+pub fn limit_hits(cgroup_dir: &Path) -> Option<u64> {
+    match std::fs::read_to_string(cgroup_dir.join("memory.events")) {
+        Ok(text) => stat_value(&text, "oom"),
+        Err(_) => std::fs::read_to_string(cgroup_dir.join("memory.failcnt")).ok()?.trim().parse().ok(),
+    }
+}
+
 /// A struct of Option<u64> counters whose field names are their keys in a flat-keyed cgroup
 /// file, with what every user of it needs derived from the one list: a new counter is one
-/// line in the invocation below (its reader, its arithmetic and its CSV/JSON name follow).
+/// line in the invocation below (its reader, its arithmetic and its JSON name in
+/// `result.memcg` follow; a CSV column besides is its `results::row::Row` field and its name
+/// in `Row::memcg_cells`, which a unit test holds to `Counters::columns`).
 macro_rules! counter_set {
     ($(#[$doc:meta])* $name:ident, columns $prefix:literal { $($field:ident),+ $(,)? }) => {
         $(#[$doc])*
@@ -86,6 +98,15 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// Every counter by its JSON name in `result.memcg` (and CSV column name, where the CSV
+    /// has it): memory.stat's, memory.events' and the pressure stalls', in that order; None
+    /// where not read.
+    pub fn columns(&self) -> impl Iterator<Item = (&'static str, Option<u64>)> {
+        let pressure =
+            [("psi_some_us", self.pressure.map(|p| p.some_us)), ("psi_full_us", self.pressure.map(|p| p.full_us))];
+        self.stat.columns().chain(self.events.columns()).chain(pressure)
+    }
+
     /// self - earlier, counter by counter (a counter missing on either side is left out).
     pub fn since(&self, earlier: &Counters) -> Counters {
         let minus = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_sub(b?));

@@ -56,16 +56,16 @@ pub fn run(dry_run: bool, version: VersionChoice, base: &str) -> Result<bool> {
     Ok(!failed && !kept)
 }
 
-/// The live run's pid as its directory names it: a faultscale process with that pid in this
-/// PID namespace is the run itself; else the pid is as the run saw itself, in a namespace of
-/// its own.
+/// The live run's pid as its directory names it: a measuring harness (`run::HARNESS_NAME`;
+/// "faultscale" before it named itself) with that pid in this PID namespace is the run itself;
+/// else the pid is as the run saw itself, in a namespace of its own.
 fn live_owner(pid: i32) -> String {
     owner_text(pid, std::fs::read_to_string(format!("/proc/{pid}/comm")).ok().as_deref())
 }
 
 fn owner_text(pid: i32, comm: Option<&str>) -> String {
     match comm.map(str::trim) {
-        Some("faultscale") => format!("pid {pid}"),
+        Some(name) if name == crate::run::HARNESS_NAME || name == "faultscale" => format!("pid {pid}"),
         _ => format!("pid {pid} in its own PID namespace"),
     }
 }
@@ -114,6 +114,9 @@ mod tests {
     #[test]
     fn a_live_runs_pid_is_said_in_another_namespace_only_when_it_is() {
         assert_eq!(owner_text(4242, Some("faultscale\n")), "pid 4242");
+        assert_eq!(owner_text(4242, Some("faultscale-run\n")), "pid 4242");
+        // A worker's pid is not its run's.
+        assert_eq!(owner_text(4242, Some("faultscale-wkr\n")), "pid 4242 in its own PID namespace");
         assert_eq!(owner_text(4242, Some("bash\n")), "pid 4242 in its own PID namespace");
         assert_eq!(owner_text(4242, None), "pid 4242 in its own PID namespace");
     }

@@ -12,7 +12,7 @@ use anyhow::{Result, anyhow, bail};
 use crate::cgroup::knobs::Knob;
 use crate::cgroup::{BaseSpec, VersionChoice};
 use crate::run::{KernelCountSource, Mode};
-use crate::workload::{ThpMode, WorkloadKind, WorkloadSettings};
+use crate::workload::WorkloadSettings;
 
 /// Deepest nesting faultscale builds. Kernels allow more, but memcg charge paths past 64 levels
 /// are not a setup anyone measures, and the limit keeps a typo from building thousands of dirs.
@@ -131,7 +131,7 @@ pub fn parse_placements(list: &str) -> Result<Vec<Placement>> {
 }
 
 /// The warmup of a crew after the first generation: none beyond what every crew runs, the
-/// iteration of each worker's first park and the settling iteration before each slice.
+/// iteration of each worker's first park and the settling window before each slice.
 pub const REWARMUP: Duration = Duration::ZERO;
 
 /// Everything a run measures, validated (options.rs builds it from the command line).
@@ -150,25 +150,21 @@ pub struct Plan {
     pub cpus: Vec<usize>,
     /// Task counts, in sweep order; one per CPU when not asked for.
     pub task_counts: Vec<usize>,
-    pub workload: WorkloadKind,
+    /// What reaches the workers: the workload and its options (--chunk, --size, --thp,
+    /// --iterations, ...), defined once in `WorkloadSettings`, filled by the front end; its
+    /// `files_dir` is the run's own, given by `workload_settings` once it exists.
+    pub workload: WorkloadSettings,
     pub mode: Mode,
     pub kernel_count: KernelCountSource,
-    pub chunk_bytes: u64,
-    pub size_bytes: u64,
-    pub thp: ThpMode,
     pub tmpdir: PathBuf,
     pub base: BaseSpec,
     pub version: VersionChoice,
-    pub page_size: u64,
     /// --profile: sample the workers on CPU and attribute the kernel's time, memcg first.
     pub profile: bool,
     /// --profile-dir: where folded stacks and flame graphs go.
     pub profile_dir: Option<PathBuf>,
     /// --locks: count the workers' lock contentions through the kernel's tracepoints.
     pub locks: bool,
-    /// --iterations: fixed work per worker instead of a fixed time; each slice is then one
-    /// complete run timed from the first worker's start to the last one's finish.
-    pub iterations: Option<u64>,
 }
 
 impl Plan {
@@ -210,6 +206,15 @@ impl Plan {
         }
     }
 
+    /// One slice at one task count, as a per-slice warning names it: the slice's name, and
+    /// in a --tasks sweep its task count too, since every task count has a slice of that name.
+    pub fn slice_name_at(&self, round: u32, tasks: usize) -> String {
+        match self.task_counts.len() > 1 {
+            false => self.slice_name(round),
+            true => format!("{} at {}", self.slice_name(round), crate::text::plural(tasks, "task")),
+        }
+    }
+
     /// The slice within its repetition (1-based) a round is.
     pub fn slice_of(&self, round: u32) -> u32 {
         (round - 1) % self.slices + 1
@@ -217,15 +222,7 @@ impl Plan {
 
     /// The workload's settings; `files_dir` is the run's temporary directory, if it has one.
     pub fn workload_settings(&self, files_dir: Option<PathBuf>) -> WorkloadSettings {
-        WorkloadSettings {
-            kind: self.workload,
-            chunk_bytes: self.chunk_bytes,
-            size_bytes: self.size_bytes,
-            page_size: self.page_size,
-            thp: self.thp,
-            files_dir,
-            fixed_iterations: self.iterations,
-        }
+        WorkloadSettings { files_dir, ..self.workload.clone() }
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::cgroup::{BaseSpec, VersionChoice};
 use crate::run::{KernelCountSource, Mode, Sample, WorkerResult};
-use crate::workload::{ThpMode, WorkloadKind};
+use crate::workload::WorkloadSettings;
 
 /// The plan of a 2 s baseline-vs-child anon run on CPUs 0-1.
 pub fn test_plan() -> Plan {
@@ -19,20 +19,15 @@ pub fn test_plan() -> Plan {
         interval: Duration::from_secs(1),
         cpus: vec![0, 1],
         task_counts: vec![2],
-        workload: WorkloadKind::Anon,
+        workload: WorkloadSettings::example("anon"),
         mode: Mode::Process,
         kernel_count: KernelCountSource::Minflt,
-        chunk_bytes: 1 << 20,
-        size_bytes: 64 << 20,
-        thp: ThpMode::Never,
         tmpdir: "/tmp".into(),
         base: BaseSpec::OwnCgroup,
         version: VersionChoice::Auto,
-        page_size: 4096,
         profile: false,
         profile_dir: None,
         locks: false,
-        iterations: None,
     }
 }
 

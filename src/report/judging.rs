@@ -22,7 +22,7 @@ pub fn conclude(report: &mut Report) {
             .collect();
         report.slice_warnings.extend(disagreements.iter().cloned());
         report.warnings.extend(worst_of_each(disagreements));
-    } else if report.plan.thp != crate::workload::ThpMode::Never {
+    } else if report.plan.workload.thp != crate::workload::ThpMode::Never {
         let huge = huge_page_warnings(report);
         report.warnings.extend(huge);
     }
@@ -49,7 +49,7 @@ fn starved_baselines(report: &mut Report) {
         }
         if worked.contains(&m.tasks) {
             m.result.overran = true;
-            starved.push(Warning::Starved { placement: m.placement.name.clone(), slice: plan.slice_name(m.round) });
+            starved.push(Warning::Starved { placement: m.placement.name.clone(), slice: plan.slice_name_at(m.round, m.tasks) });
             return true;
         }
         failures.push(Failure {
@@ -83,7 +83,7 @@ fn counts_disagree(
     (kernel_faults > 0 && loop_faults.abs_diff(kernel_faults) as f64 > 0.01 * kernel_faults as f64 + in_flight).then(
         || Warning::CountsDisagree {
             placement: m.placement.name.clone(),
-            slice: plan.slice_name(m.round),
+            slice: plan.slice_name_at(m.round, m.tasks),
             loop_faults,
             kernel_faults,
             unit: unit.name(),
@@ -103,7 +103,7 @@ fn huge_page_warnings(report: &Report) -> Vec<Warning> {
             warnings.push(Warning::HugePages {
                 placement: placement.name.clone(),
                 pages_per_fault: loop_faults as f64 / kernel_faults as f64,
-                thp: report.plan.thp.name(),
+                thp: report.plan.workload.thp.name(),
             });
         }
     }
@@ -190,7 +190,7 @@ fn tails_trimmed_warnings(report: &Report) -> Vec<Warning> {
 /// done in under 0.1 s a slice. Each says the median it measured.
 fn coarse_count_warnings(report: &Report) -> Vec<Warning> {
     let median = |values: Vec<f64>| crate::stats::summarize(&values).map(|s| s.median);
-    if report.plan.iterations.is_some() {
+    if report.plan.workload.fixed_iterations.is_some() {
         let elapsed = median(report.measurements.iter().map(|m| m.result.elapsed_s() * 1e3).collect());
         return elapsed
             .filter(|ms| *ms < 100.0)
@@ -209,8 +209,12 @@ fn coarse_count_warnings(report: &Report) -> Vec<Warning> {
             .iter()
             .filter(|m| m.placement == *placement && m.tasks == tasks && !m.result.workers.is_empty())
             .collect();
+        // Whole iterations, boundary to boundary: a per-page loop counts each page.
+        let per_boundary = crate::workload::counts_per_boundary(&report.plan.workload) as f64;
         let per_worker = |m: &&Measurement| {
-            m.result.workers.iter().map(|w| w.iterations as f64).sum::<f64>() / m.result.workers.len() as f64
+            m.result.workers.iter().map(|w| w.iterations as f64).sum::<f64>()
+                / m.result.workers.len() as f64
+                / per_boundary
         };
         let (Some(iterations), Some(slice_ms)) = (
             median(slices.iter().map(per_worker).collect()),
@@ -224,6 +228,7 @@ fn coarse_count_warnings(report: &Report) -> Vec<Warning> {
                 tasks: sweep.then_some(tasks),
                 iterations,
                 slice_ms,
+                asked_ms: report.plan.slice_duration().as_secs_f64() * 1e3,
             });
         }
     }
@@ -249,7 +254,9 @@ fn overhead_unknown_warnings(report: &Report) -> Vec<Warning> {
 
 /// Per-slice warnings said once per placement and kind: the worst case, with how many slices
 /// had one, so stderr (which LKP keeps) does not grow with slices x workers. Every one is kept
-/// in `Report::slice_warnings` for --verbose; the files hold each slice's flags.
+/// in `Report::slice_warnings` for --verbose; the files hold each slice's flags. A slice is
+/// counted by its name at its task count (`Plan::slice_name_at`): slice 5 at 2 tasks and at 4
+/// are two slices of a --tasks sweep.
 fn worst_of_each(warnings: Vec<Warning>) -> Vec<Warning> {
     use std::collections::{HashMap, HashSet};
     let mut kept: Vec<Warning> = Vec::new();
@@ -329,15 +336,15 @@ fn slice_warnings(report: &Report, m: &Measurement) -> Vec<Warning> {
     let name = || m.placement.name.clone();
     if m.result.overran {
         // Its CPU shares are low because it stood still, not because of other load.
-        return vec![match report.plan.iterations {
+        return vec![match report.plan.workload.fixed_iterations {
             Some(_) => Warning::PausedFixedWork {
                 placement: name(),
-                slice: report.plan.slice_name(m.round),
+                slice: report.plan.slice_name_at(m.round, m.tasks),
                 measured_s: m.result.elapsed_s(),
             },
             None => Warning::Overran {
                 placement: name(),
-                slice: report.plan.slice_name(m.round),
+                slice: report.plan.slice_name_at(m.round, m.tasks),
                 measured_s: m.result.elapsed_s(),
                 asked_s: report.plan.slice_duration().as_secs_f64(),
             },
@@ -347,7 +354,7 @@ fn slice_warnings(report: &Report, m: &Measurement) -> Vec<Warning> {
     if m.result.start_skew_ns as f64 > 0.1 * report.plan.interval.as_nanos() as f64 {
         warnings.push(Warning::StartSkew {
             placement: name(),
-            slice: report.plan.slice_name(m.round),
+            slice: report.plan.slice_name_at(m.round, m.tasks),
             skew_us: m.result.start_skew_ns as f64 / 1e3,
         });
     }
@@ -361,7 +368,7 @@ fn slice_warnings(report: &Report, m: &Measurement) -> Vec<Warning> {
         // Fixed work: workers sharing a CPU finish apart (each is owed a varying share), a
         // worker done early is parked (not runnable, no cost), and under a second rusage's
         // tick granularity is too coarse to judge.
-        if report.plan.iterations.is_some() && (on_it.len() > 1 || m.result.elapsed_s() < 1.0) {
+        if report.plan.workload.fixed_iterations.is_some() && (on_it.len() > 1 || m.result.elapsed_s() < 1.0) {
             continue;
         }
         warnings.extend(cpu_time_warnings(report, m, cpu, &on_it));
@@ -373,7 +380,8 @@ fn slice_warnings(report: &Report, m: &Measurement) -> Vec<Warning> {
 /// (run_delay), blocked or stopped (the rest), the hypervisor's steal; the CPU share alone
 /// where schedstat is absent.
 fn cpu_time_warnings(report: &Report, m: &Measurement, cpu: usize, workers: &[&run::WorkerResult]) -> Vec<Warning> {
-    let (placement, round, sharing) = (m.placement.name.clone(), report.plan.slice_name(m.round), workers.len() as f64);
+    let (placement, round, sharing) =
+        (m.placement.name.clone(), report.plan.slice_name_at(m.round, m.tasks), workers.len() as f64);
     let elapsed_ns = m.result.elapsed_ns.max(1);
     // The workers' time on this CPU together: the slice once per worker.
     let span_ns = elapsed_ns as f64 * sharing;
@@ -397,7 +405,7 @@ fn cpu_time_warnings(report: &Report, m: &Measurement, cpu: usize, workers: &[&r
         });
     }
     let blocked_share = sum(&|w| w.blocked_ns(elapsed_ns)).unwrap_or(0) as f64 / span_ns;
-    if report.plan.iterations.is_none() && blocked_share > 0.05 {
+    if report.plan.workload.fixed_iterations.is_none() && blocked_share > 0.05 {
         warnings.push(Warning::Blocked {
             placement: placement.clone(),
             slice: round.clone(),
@@ -462,5 +470,26 @@ mod tests {
         // Tails on both sides, as a shared machine's noise gives them: the two agree, nothing said.
         let both = child_with_tails(|i| i % 10 == 3, |i| i % 10 == 8);
         assert_eq!(tails_trimmed_warnings(&both), Vec::<Warning>::new());
+    }
+
+    #[test]
+    fn a_sweep_counts_one_slice_number_at_each_task_count_and_names_the_task_count() {
+        // Slice 1 of the child overran at 2 tasks and at 4: two slices, each named with its count.
+        let mut report = synthetic_report(&[(1e6, 1e6), (1e6, 1e6)]);
+        report.plan.task_counts = vec![2, 4];
+        let at_four: Vec<Measurement> =
+            report.measurements.iter().cloned().map(|m| Measurement { tasks: 4, ..m }).collect();
+        report.measurements.extend(at_four);
+        for m in report.measurements.iter_mut().filter(|m| m.round == 1 && !m.placement.is_baseline()) {
+            m.result.overran = true;
+        }
+        let (warnings, per_slice) = reliability_warnings(&report);
+        let said: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+        let overran: Vec<&String> = said.iter().filter(|w| w.contains("flagged overran")).collect();
+        assert_eq!(overran.len(), 1, "{said:?}");
+        assert!(overran[0].starts_with("child slice 1 at 2 tasks: "), "{said:?}");
+        assert!(overran[0].contains("the worst of 2 slices"), "{said:?}");
+        let named: Vec<&str> = per_slice.iter().filter_map(Warning::slice).collect();
+        assert_eq!(named, ["slice 1 at 2 tasks", "slice 1 at 4 tasks"]);
     }
 }

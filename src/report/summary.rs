@@ -223,7 +223,7 @@ impl Report {
                     .of(placement, tasks)
                     .map(|m| m.result.workers.iter().map(|w| w.on_cpu_ns.map(|ns| ns as f64 / 1e9)).sum())
                     .collect();
-                let fixed_work = self.plan.iterations.and_then(|iterations| {
+                let fixed_work = self.plan.workload.fixed_iterations.and_then(|iterations| {
                     let elapsed: Vec<f64> = self.of(placement, tasks).map(|m| m.result.elapsed_s()).collect();
                     let sys: Vec<f64> = self
                         .of(placement, tasks)

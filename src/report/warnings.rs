@@ -74,7 +74,7 @@ pub enum Warning {
     /// slices of their mean): the loop counts at each iteration's end, so a slice's count is off
     /// by up to one iteration, and its figures are that coarse.
     /// `tasks` in a sweep, where each task count is judged on its own.
-    FewIterations { placement: String, tasks: Option<usize>, iterations: f64, slice_ms: f64 },
+    FewIterations { placement: String, tasks: Option<usize>, iterations: f64, slice_ms: f64, asked_ms: f64 },
     /// The overhead's plain mean (nothing trimmed) has an interval that excludes the trimmed
     /// figure the run gives: a minority of the placement's rounds at one end differ from the
     /// rest by more than noise. Percent figures; `tasks` in a sweep.
@@ -264,15 +264,16 @@ impl Warning {
                 tasks.map(|t| format!(" at {}", crate::text::plural(t, "task"))).unwrap_or_default(),
                 tail.described()
             ),
-            Warning::FewIterations { placement, tasks, iterations, slice_ms } => write!(
+            Warning::FewIterations { placement, tasks, iterations, slice_ms, asked_ms } => write!(
                 f,
-                "{placement}{}: a worker completed {iterations:.1} whole iterations of its loop per {slice_ms:.0} ms slice (median): {}; a smaller --chunk, or longer slices (fewer --slices; at one slice, a longer --duration)",
+                "{placement}{}: a worker completed {iterations:.1} whole iterations of its loop per {slice_ms:.0} ms window (median) of a {asked_ms:.0} ms slice: {}; a smaller --chunk, or longer slices (fewer --slices; at one slice, a longer --duration)",
                 tasks.map(|t| format!(" at {}", crate::text::plural(t, "task"))).unwrap_or_default(),
                 match *iterations < 1.0 {
                     true => "most slices counted none, so its figures are not measured".to_string(),
                     false => format!(
-                        "the loop counts at each iteration's end, so a slice's figures are off by up to {:.0}% and the overhead is not resolved",
-                        100.0 / iterations
+                        "each worker's window ends at its first iteration boundary after the slice's end (an iteration is some {:.0} ms), so the windows ran {:.0}% past the slice and the crew's workers stopped up to an iteration apart",
+                        slice_ms / iterations,
+                        (100.0 * (slice_ms / asked_ms.max(1e-9) - 1.0)).max(0.0)
                     ),
                 }
             ),

@@ -100,6 +100,110 @@ impl<'de> serde::de::Visitor<'de> for Skipped {
     }
 }
 
+/// A JSON value the document keeps whole (the environment, the knobs, the summaries), read as
+/// serde_json's `Value` but for one thing: a key given twice in one object is refused (its path
+/// said by the caller's error), where `Value` would keep the last silently and a hand-edited
+/// `"kernel"` given twice would compare as whichever came second.
+pub fn unique_keys<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
+    deserializer.deserialize_any(UniqueKeys)
+}
+
+/// A map of the document's (the memcg counters) with no key given twice, as `unique_keys`.
+pub fn unique_map<'de, D, V>(deserializer: D) -> Result<std::collections::BTreeMap<String, V>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    struct Map<V>(std::marker::PhantomData<V>);
+    impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Map<V> {
+        type Value = std::collections::BTreeMap<String, V>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut read = std::collections::BTreeMap::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if read.contains_key(&key) {
+                    return Err(duplicate(&key));
+                }
+                let value = map.next_value()?;
+                read.insert(key, value);
+            }
+            Ok(read)
+        }
+    }
+    deserializer.deserialize_map(Map(std::marker::PhantomData))
+}
+
+fn duplicate<E: serde::de::Error>(key: &str) -> E {
+    E::custom(format_args!("duplicate key `{key}` (a file gives each key once; which one holds?)"))
+}
+
+/// Builds the `Value`, with no key twice in an object.
+struct UniqueKeys;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeys {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        unique_keys(deserializer)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut read = Vec::new();
+        while let Some(UniqueValue(value)) = seq.next_element()? {
+            read.push(value);
+        }
+        Ok(Value::Array(read))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut read = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if read.contains_key(&key) {
+                return Err(duplicate(&key));
+            }
+            let UniqueValue(value) = map.next_value()?;
+            read.insert(key, value);
+        }
+        Ok(Value::Object(read))
+    }
+}
+
+/// A nested value read through `UniqueKeys`.
+struct UniqueValue(Value);
+
+impl<'de> Deserialize<'de> for UniqueValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        unique_keys(deserializer).map(UniqueValue)
+    }
+}
+
 /// A file that does not parse as JSON, or nests deeper than any document.
 fn not_json(name: &str, e: &serde_json::Error) -> anyhow::Error {
     if e.to_string().starts_with("recursion limit exceeded") {
@@ -206,5 +310,29 @@ mod tests {
         // Absent is a file from before a field.
         let bare = of(&serde_json::json!({})).unwrap();
         assert!(bare.measurements.is_none() && bare.settings.workload.is_none() && bare.state.is_none());
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_with_its_path_wherever_it_is() {
+        // As the file's own text: a Value cannot hold a key twice.
+        let err = |text: &str| match document("x.json", Some(b'{'), text.as_bytes()) {
+            Ok(_) => panic!("{text} was read"),
+            Err(Refused::Other(error)) => error.to_string(),
+            Err(Refused::Mixed(message)) => message,
+        };
+        let environment = err(r#"{"environment": {"kernel": "6.1", "host": "h", "kernel": "6.2"}}"#);
+        assert!(environment.starts_with("x.json: environment: duplicate key `kernel`"), "{environment}");
+        let nested = err(r#"{"environment": {"machine": {"swap": "none", "swap": "zram"}}}"#);
+        assert!(nested.starts_with("x.json: environment.machine: duplicate key `swap`"), "{nested}");
+        let in_list = err(r#"{"per_level": [{"tasks": 2}, {"tasks": 2, "tasks": 4}]}"#);
+        assert!(in_list.starts_with("x.json: per_level[1]: duplicate key `tasks`"), "{in_list}");
+        let m = r#"{"placement": "child", "faults_per_sec": 5.0, "counted": true,
+            "result": {"overran": false, "memcg": {"pgscan": 1, "pgscan": 2}}}"#;
+        let memcg = err(&format!(r#"{{"measurements": [{m}]}}"#));
+        assert!(memcg.starts_with("x.json: measurements[0].result.memcg: duplicate key `pgscan`"), "{memcg}");
+        let field = err(r#"{"settings": {"workload": "anon", "workload": "page_fault2"}}"#);
+        assert!(field.starts_with("x.json: settings: duplicate field `workload`"), "{field}");
+        // One line each.
+        assert!([environment, nested, in_list, memcg, field].iter().all(|e| !e.contains('\n')));
     }
 }

@@ -138,6 +138,22 @@ pub struct Row {
     pub lock_wait_ns_per_op: Option<f64>,
 }
 
+/// The row's memcg counter cells by their column names, which are `memcg::Counters`' names
+/// for them (a unit test holds them so): a counter the CSV shows is its field and its name
+/// here; the JSON's `result.memcg` holds every counter without either.
+macro_rules! memcg_cells {
+    ($row:expr, $($field:ident),+) => {
+        [$((stringify!($field), &mut $row.$field)),+]
+    };
+}
+
+impl Row {
+    /// Its memcg counters' cells, by name, in the CSV's order, for the writer to fill.
+    pub fn memcg_cells(&mut self) -> [(&'static str, &mut Option<u64>); 6] {
+        memcg_cells!(self, pgscan, pgsteal, events_high, events_max, psi_some_us, psi_full_us)
+    }
+}
+
 impl Row {
     /// Every figure of the row by its column name, read or absent: each must be finite,
     /// including those `compare` and `plot` do not use (a file is refused whole, not in part).
@@ -194,6 +210,18 @@ pub(super) mod tests {
         writer.serialize(Row::default()).unwrap();
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
         text.lines().next().unwrap().split(',').map(str::to_string).collect()
+    }
+
+    /// Each of the row's memcg cells is a counter the measure layer reads, by its name there,
+    /// and a column of the row: a cell named otherwise would be written empty forever.
+    #[test]
+    fn the_rows_memcg_cells_are_counters_by_their_names() {
+        let counters: Vec<&str> = crate::measure::memcg::Counters::default().columns().map(|(name, _)| name).collect();
+        let mut row = Row::default();
+        for (cell, _) in row.memcg_cells() {
+            assert!(counters.contains(&cell), "{cell} is no memcg counter: {counters:?}");
+            assert!(columns().iter().any(|column| column == cell), "{cell} is no column");
+        }
     }
 
     /// docs/output.md's column table names every column the row type writes, in its order, and no

@@ -33,7 +33,7 @@ pub const FORMAT_VERSION: u32 = 2;
 pub struct Document<Ms = Vec<Measurement>> {
     /// false when a signal ended the run early (the CSV's run_complete).
     pub complete: Option<bool>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::json::unique_keys")]
     pub environment: Value,
     #[serde(default)]
     pub failures: Vec<Failure>,
@@ -42,12 +42,12 @@ pub struct Document<Ms = Vec<Measurement>> {
     /// `FORMAT_VERSION` as written; absent (format 1) in files from before it.
     pub format_version: Option<u32>,
     /// The knobs written, per placement.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::json::unique_keys")]
     pub knobs: Value,
     /// None: not a faultscale document (every version wrote them).
     pub measurements: Option<Ms>,
     /// What one memcg level costs, per task count, where two or more plain depths ran.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::json::unique_keys")]
     pub per_level: Value,
     /// The CSV's run_state_reason: the signal's name or the failure.
     pub reason: Option<String>,
@@ -57,11 +57,11 @@ pub struct Document<Ms = Vec<Measurement>> {
     pub signal: Option<i32>,
     /// `running` (a checkpoint), `stopped`, `failed` or `complete`; absent in files from before.
     pub state: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::json::unique_keys")]
     pub summaries: Value,
     /// What the rates count (faults, loops, pages, ops); a file from before it counts faults.
     pub unit: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::json::unique_keys")]
     pub warnings: Value,
 }
 
@@ -216,6 +216,7 @@ pub struct SliceData<Worker = IgnoredAny, Sample = IgnoredAny, Profile = Ignored
     /// The slice measured longer than asked (stopped, starved): its rate is not comparable.
     pub overran: bool,
     /// The memcg counters' deltas by their CSV names; a counter the kernel lacks is absent.
+    #[serde(deserialize_with = "super::json::unique_map")]
     pub memcg: BTreeMap<String, u64>,
     pub psi_scope: Option<PsiScope>,
     pub profile: Option<Profile>,
@@ -302,7 +303,7 @@ mod tests {
 
     /// CSV columns the JSON measurement does not hold, each where the document says it (once
     /// for the run, or inside the slice's data); "" where the JSON has no such field.
-    const ELSEWHERE: [(&str, &str); 46] = [
+    const ELSEWHERE: [(&str, &str); 40] = [
         ("run_id", "environment"),
         ("started_at", "environment"),
         ("host", "environment"),
@@ -342,17 +343,19 @@ mod tests {
         ("kernel_count_source", "result.kernel_source"),
         ("memcg_pgfault", "result.memcg_pgfault"),
         ("overran", "result.overran"),
-        ("pgscan", "result.memcg"),
-        ("pgsteal", "result.memcg"),
-        ("events_high", "result.memcg"),
-        ("events_max", "result.memcg"),
-        ("psi_some_us", "result.memcg"),
-        ("psi_full_us", "result.memcg"),
         ("psi_scope", "result.psi_scope"),
         ("memcg_share", "result.profile"),
         // The profile a placement came from: the JSON names the placement alone.
         ("profile", ""),
     ];
+
+    /// `ELSEWHERE` and the memcg counters the CSV has columns for, each in `result.memcg`
+    /// under its column name (`Row::memcg_cells`).
+    fn elsewhere() -> impl Iterator<Item = (&'static str, &'static str)> {
+        let mut row = super::super::row::Row::default();
+        let memcg: Vec<&'static str> = row.memcg_cells().into_iter().map(|(name, _)| name).collect();
+        ELSEWHERE.into_iter().chain(memcg.into_iter().map(|column| (column, "result.memcg")))
+    }
 
     /// JSON measurement fields no CSV column holds: the round over the whole task count (the
     /// CSV names it by repetition and slice), and the slice's data.
@@ -364,16 +367,16 @@ mod tests {
     fn the_csv_row_and_the_json_measurement_hold_the_same_fields() {
         let columns = super::super::row::tests::columns();
         let fields = keys(&Written::default());
-        let elsewhere: BTreeMap<&str, &str> = ELSEWHERE.into_iter().collect();
+        let listed: BTreeMap<&str, &str> = elsewhere().collect();
         let missing_in_json: Vec<&String> =
-            columns.iter().filter(|c| !fields.contains(c) && !elsewhere.contains_key(c.as_str())).collect();
+            columns.iter().filter(|c| !fields.contains(c) && !listed.contains_key(c.as_str())).collect();
         assert!(missing_in_json.is_empty(), "CSV columns the JSON measurement lacks: {missing_in_json:?}");
         let missing_in_csv: Vec<&String> =
             fields.iter().filter(|f| !columns.contains(f) && !JSON_ONLY.contains(&f.as_str())).collect();
         assert!(missing_in_csv.is_empty(), "JSON measurement fields the CSV row lacks: {missing_in_csv:?}");
         let document = keys(&Document::<Vec<Written>>::default());
         let (settings, slice, crew) = (keys(&Settings::default()), slice_keys(), keys(&Crew::default()));
-        for (column, place) in ELSEWHERE {
+        for (column, place) in elsewhere() {
             assert!(columns.iter().any(|c| c == column) && !fields.iter().any(|f| f == column), "{column}: listed");
             let found = match place.split_once('.') {
                 _ if place.is_empty() => true,

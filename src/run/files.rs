@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::workload::{SHARED_FILE, WorkloadKind};
+use crate::workload::WorkloadKind;
 
 pub struct RunFiles {
     dir: PathBuf,
@@ -44,10 +44,10 @@ impl RunFiles {
             let _ = std::fs::remove_dir_all(&staged);
         })?;
         let files = RunFiles { dir, owner: std::process::id(), _liveness: liveness };
-        if kind == WorkloadKind::MmapFile {
-            let shared = files.dir.join(SHARED_FILE);
+        if let Some((name, pages)) = kind.harness_file {
+            let shared = files.dir.join(name);
             let file = std::fs::File::create(&shared).with_context(|| format!("creating {}", shared.display()))?;
-            file.set_len(page_size).with_context(|| format!("sizing {}", shared.display()))?;
+            file.set_len(pages * page_size).with_context(|| format!("sizing {}", shared.display()))?;
         }
         Ok(files)
     }
@@ -266,7 +266,9 @@ mod tests {
     #[test]
     fn only_unlocked_run_directories_are_leftovers() {
         let parent = tempfile::tempdir().unwrap();
-        let live = RunFiles::create(parent.path(), "faultscale-1-0000abcd", WorkloadKind::FileShared, 4096).unwrap();
+        let live =
+            RunFiles::create(parent.path(), "faultscale-1-0000abcd", WorkloadKind::named("file-shared").unwrap(), 4096)
+                .unwrap();
         for name in ["faultscale-2-0000abcd", "faultscale-3-xyz", "faultscale-notes", "other"] {
             std::fs::create_dir(parent.path().join(name)).unwrap();
         }
@@ -286,7 +288,9 @@ mod tests {
         let theirs = parent.path().join("faultscale-7-0000beef");
         std::fs::create_dir(&theirs).unwrap();
         std::fs::write(theirs.join(BOOT_ID_FILE), "0d7b3a44-0000-4000-8000-000000000000\n").unwrap();
-        let ours = RunFiles::create(parent.path(), "faultscale-8-0000cafe", WorkloadKind::FileShared, 4096).unwrap();
+        let ours =
+            RunFiles::create(parent.path(), "faultscale-8-0000cafe", WorkloadKind::named("file-shared").unwrap(), 4096)
+                .unwrap();
         assert_eq!(std::fs::read_to_string(ours.path().join(BOOT_ID_FILE)).ok(), boot_id());
         // Ours is held by its live run: found as live, never to be removed.
         let found = leftovers(parent.path());
@@ -333,9 +337,11 @@ mod tests {
         let parent = tempfile::tempdir().unwrap();
         let dir;
         {
-            let files = RunFiles::create(parent.path(), "faultscale-1-test", WorkloadKind::MmapFile, 4096).unwrap();
+            let files =
+                RunFiles::create(parent.path(), "faultscale-1-test", WorkloadKind::named("mmap-file").unwrap(), 4096)
+                    .unwrap();
             dir = files.path().to_path_buf();
-            assert_eq!(std::fs::metadata(dir.join(SHARED_FILE)).unwrap().len(), 4096);
+            assert_eq!(std::fs::metadata(dir.join("shared")).unwrap().len(), 4096);
             std::fs::write(dir.join("private-0"), b"x").unwrap();
         }
         assert!(!dir.exists());

@@ -8,7 +8,7 @@
 //! stopped from outside is found and named rather than waited for.
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -54,9 +54,11 @@ pub struct WorkerParker<'a> {
     /// park wakes the harness, which on a CPU of its own preempts it there (SCHED_FIFO) while it
     /// reads and figures the slice. Left out of the wait it publishes.
     parked_wait_ns: Cell<u64>,
-    one_iteration: &'a AtomicU32,
+    settle_until_ns: &'a AtomicU64,
     /// Woken for a settling window and not yet through its one iteration.
     owes_iteration: Cell<bool>,
+    /// The settling window's end: it parks at no boundary before it.
+    settles_until_ns: Cell<u64>,
 }
 
 impl<'a> WorkerParker<'a> {
@@ -72,8 +74,9 @@ impl<'a> WorkerParker<'a> {
             resumed_ns: Cell::new(monotonic_ns()),
             waited_ns: Cell::new(None),
             parked_wait_ns: Cell::new(0),
-            one_iteration: &slots.control().one_iteration,
+            settle_until_ns: &slots.control().settle_until_ns,
             owes_iteration: Cell::new(false),
+            settles_until_ns: Cell::new(0),
         })
     }
 
@@ -113,11 +116,12 @@ impl<'a> WorkerParker<'a> {
     /// At an iteration boundary with the command odd: reads itself, counts itself parked and
     /// sleeps until the command is even. Woken into a new odd command without having run (its
     /// CPU went to others for the whole window), it reads itself again, an empty window; unless
-    /// the wake asked for one iteration (a settling window), which it then runs first.
+    /// the wake asked for a settling window: one iteration, and more until its end.
     pub fn park(&self) {
         loop {
             let command = self.command.load(Ordering::Acquire);
-            if command & 1 == 0 || self.owes_iteration.get() {
+            let settling = self.owes_iteration.get() || monotonic_ns() < self.settles_until_ns.get();
+            if command & 1 == 0 || settling {
                 self.owes_iteration.set(false);
                 return;
             }
@@ -131,7 +135,9 @@ impl<'a> WorkerParker<'a> {
             self.leave_out_parked_wait();
             futex_wait(self.command, command, None);
             self.resumed_ns.set(self.woken_ns());
-            self.owes_iteration.set(self.one_iteration.load(Ordering::Acquire) == 1);
+            let settle_until_ns = self.settle_until_ns.load(Ordering::Acquire);
+            self.owes_iteration.set(settle_until_ns > 0);
+            self.settles_until_ns.set(settle_until_ns);
         }
     }
 
@@ -239,7 +245,7 @@ fn stalled(workers: &Workers, slots: &Slots, command: u32, timed_out: bool) -> R
     };
     if !stopped.is_empty() {
         return Err(WorkerDied::because(format!(
-            "{} stopped by a signal from outside and did not park within {} s: continue it (kill -CONT) or end the run",
+            "{} stopped by a signal from outside and did not park within {} s: the slice is given up and its crew ended (the next slice makes another)",
             named(&stopped),
             STALL_NS / 1_000_000_000
         ))
@@ -260,22 +266,24 @@ fn stalled(workers: &Workers, slots: &Slots, command: u32, timed_out: bool) -> R
 /// Lets a parked crew run: the parked count reset, the command made even, every worker woken
 /// with one FUTEX_WAKE. Returns when the wake was sent.
 pub fn resume(slots: &Slots) -> u64 {
-    wake(slots, false);
+    wake(slots, 0);
     monotonic_ns()
 }
 
-/// The settling window: the crew woken for one whole iteration of each worker, unmeasured, and
-/// parked again (the park asked at once: each worker parks at the boundary that ends its one
-/// iteration, however late its wake). Returns when the last one parked.
-pub fn settle(workers: &mut Workers, slots: &Slots) -> Result<u64> {
-    wake(slots, true);
+/// The settling window: the crew woken for one whole iteration of each worker, and more until
+/// `settle_ns` after the wake, unmeasured, and parked again (the park asked at once: each worker
+/// parks at the first boundary past both, however late its wake). Returns when the last one
+/// parked.
+pub fn settle(workers: &mut Workers, slots: &Slots, settle_ns: u64) -> Result<u64> {
+    wake(slots, monotonic_ns() + settle_ns);
     park(workers, slots)
 }
 
-fn wake(slots: &Slots, one_iteration: bool) {
+/// `settle_until_ns`: 0 for a measured window.
+fn wake(slots: &Slots, settle_until_ns: u64) {
     let control = slots.control();
     control.parked.store(0, Ordering::Release);
-    control.one_iteration.store(one_iteration as u32, Ordering::Release);
+    control.settle_until_ns.store(settle_until_ns, Ordering::Release);
     let command = control.command.fetch_add(1, Ordering::AcqRel) + 1;
     debug_assert!(command & 1 == 0, "a resume is asked of a parked crew");
     futex_wake(&control.command, i32::MAX);

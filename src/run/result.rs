@@ -97,7 +97,7 @@ pub struct SliceResult {
 /// The harness's own cost around one slice, in ns: the set-up of its crew (fork to parked
 /// after warmup; on the crew's first slice only), the wake (one FUTEX_WAKE), the park (from
 /// the slice's end until the last worker parked at its iteration boundary) and the reading of
-/// the snapshot; and what the settling iteration before the slice measured.
+/// the snapshot; and what the settling window before the slice measured.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HarnessTimes {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -105,7 +105,7 @@ pub struct HarnessTimes {
     pub wake_ns: u64,
     pub park_ns: u64,
     pub snapshot_ns: u64,
-    /// The unmeasured settling iteration before the slice: the workers' time on their CPUs and
+    /// The unmeasured settling window before the slice: the workers' time on their CPUs and
     /// the faults they took in it (0 for fixed work, which has none).
     pub settle_on_cpu_ns: u64,
     pub settle_faults: u64,

@@ -38,11 +38,13 @@ use crate::workload;
 /// workers may be using, so not too often.
 const DONE_POLL_NS: u64 = 5_000_000;
 
-// Each time-based slice is first preceded by one whole iteration of each worker, unmeasured
-// (`park::settle`): the crew that ran on the CPUs before was another (its caches, the per-CPU
-// memcg charge cache) except where ABBA repeats a placement at a round's turn, so every measured
-// window starts after the same settling. What that iteration costs per fault, against the
-// measured window, is the switch's cost (`HarnessTimes::settle_*`, scripts/bench-noise).
+/// Each time-based slice is first preceded by one whole iteration of each worker and at least
+/// this long, unmeasured (`park::settle`): the crew that ran on the CPUs before was another (its
+/// caches, the per-CPU memcg charge cache) except where ABBA repeats a placement at a round's
+/// turn, so every measured window starts after the same settling, also where an iteration is
+/// a single operation (mmap-file, fallocate). What the settling costs per fault, against the
+/// measured window, is the switch's cost (`HarnessTimes::settle_*`, scripts/bench-noise).
+const SETTLE_NS: u64 = 500_000;
 
 /// A slice overran (the harness was stopped, its rate not comparable) when it measured more
 /// than 10% of its slice plus OVERRUN_SLACK_NS longer. The slack is the harness's own lateness,
@@ -51,6 +53,20 @@ const DONE_POLL_NS: u64 = 5_000_000;
 /// guest on a 2-CPU machine over 50 ms (a 5 ms slack flagged its one slice and lost the
 /// figure); a stop (Ctrl-Z) is seconds.
 const OVERRUN_SLACK_NS: u64 = 50_000_000;
+
+/// Whether a timed slice overran: the harness asked the crew to park late, or the workers'
+/// windows ran past the slice by more than an iteration (each ends at its first iteration
+/// boundary after the slice's end, one of its iterations late at most) plus the slack.
+fn windows_overran(facts: &SliceFacts, elapsed_ns: u64, iterations: &[u64]) -> bool {
+    // Whole iterations between boundaries: a per-page loop counts 32,768 a page_fault1 one.
+    let completed = iterations.iter().sum::<u64>() / facts.counts_per_boundary.max(1);
+    let iteration_ns = match completed {
+        0 => elapsed_ns,
+        n => elapsed_ns.saturating_mul(iterations.len() as u64) / n,
+    };
+    overran(facts.asked_park_after_ns, facts.duration_ns)
+        || overran(elapsed_ns.saturating_sub(iteration_ns), facts.duration_ns)
+}
 
 /// Whether a slice of `slice_ns` that measured `elapsed_ns` overran (OVERRUN_SLACK_NS).
 pub fn overran(elapsed_ns: u64, slice_ns: u64) -> bool {
@@ -90,6 +106,8 @@ pub struct Crew {
     /// --locks: each worker's contention tracepoints; empty where not asked or not available.
     locks: Vec<WorkerLocks>,
     per_iteration: u64,
+    /// Loop counts from one iteration boundary to the next (`workload::counts_per_boundary`).
+    counts_per_boundary: u64,
     /// When each worker entered its loop, from the crew's release.
     start_offsets_ns: Vec<u64>,
     start_skew_ns: u64,
@@ -180,6 +198,7 @@ impl Crew {
             stacks: Vec::new(),
             locks: Vec::new(),
             per_iteration: workload::shape(&spec.settings).per_iteration,
+            counts_per_boundary: workload::counts_per_boundary(&spec.settings),
             start_offsets_ns: vec![0; count],
             start_skew_ns: 0,
             set_up_ns: None,
@@ -260,13 +279,14 @@ impl Crew {
             settle_on_cpu_ns,
             settle_faults,
         };
-        let facts = self.facts(spec, &after);
+        let facts = SliceFacts { asked_park_after_ns: stopped_ns - started_ns, ..self.facts(spec, &after) };
         let run = figures(&facts, after.since(&before, &self.cpus), samples)?;
         self.parked_at = Some(after);
         Ok(SliceResult { profile, harness: Some(harness), locks, ..run })
     }
 
-    /// The unmeasured settling window before a timed slice: one iteration of each worker;
+    /// The unmeasured settling window before a timed slice: one iteration of each worker, and
+    /// more until SETTLE_NS after the wake;
     /// returns what its workers spent on their CPUs and the faults they took
     /// there, and the snapshot the measured window starts from.
     fn settle(&mut self) -> Result<(u64, u64, Snapshot)> {
@@ -274,7 +294,7 @@ impl Crew {
             Some(parked) => parked,
             None => self.snapshot()?,
         };
-        park::settle(&mut self.workers, &self.slots)?;
+        park::settle(&mut self.workers, &self.slots, SETTLE_NS)?;
         let settled = self.snapshot()?;
         let deltas = settled.since(&parked, &self.cpus);
         let on_cpu_ns = deltas.workers.iter().map(|w| w.on_cpu_ns.unwrap_or(0)).sum();
@@ -299,6 +319,7 @@ impl Crew {
             cpus: self.cpus.clone(),
             tids: self.tids.clone(),
             per_iteration: self.per_iteration,
+            counts_per_boundary: self.counts_per_boundary,
             duration_ns: spec.duration.as_nanos() as u64,
             fixed,
             source: self.source,
@@ -307,6 +328,7 @@ impl Crew {
             start_offsets_ns: self.start_offsets_ns.clone(),
             start_skew_ns,
             paused: take_paused(),
+            asked_park_after_ns: 0,
             worker_cgroups: self.worker_cgroups.clone(),
         }
     }
@@ -447,6 +469,8 @@ pub struct SliceFacts {
     pub cpus: Vec<usize>,
     pub tids: Vec<i32>,
     pub per_iteration: u64,
+    /// Loop counts from one iteration boundary to the next.
+    pub counts_per_boundary: u64,
     pub duration_ns: u64,
     pub fixed: bool,
     pub source: KernelCountSource,
@@ -458,6 +482,8 @@ pub struct SliceFacts {
     pub start_skew_ns: u64,
     /// Ctrl-Z stopped the run during the slice.
     pub paused: bool,
+    /// A timed slice: from the wake to the harness's asking the crew to park, in ns.
+    pub asked_park_after_ns: u64,
     pub worker_cgroups: Option<Vec<String>>,
 }
 
@@ -475,6 +501,8 @@ pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> 
         false => spans.iter().sum::<u64>() / spans.len().max(1) as u64,
     };
     let iterations: Vec<u64> = deltas.workers.iter().map(|w| w.iterations).collect();
+    // Fixed work has no time to overrun: a pause (Ctrl-Z) is what makes it not comparable.
+    let overran = facts.paused || (!facts.fixed && windows_overran(facts, elapsed_ns, &iterations));
     samples.push(Sample { elapsed_ns, iterations });
     let workers = deltas
         .workers
@@ -519,8 +547,7 @@ pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> 
         memcg_pgfault: deltas.memcg_pgfault,
         kernel_source: facts.source,
         samples,
-        // Fixed work has no time to overrun: a pause (Ctrl-Z) is what makes it not comparable.
-        overran: facts.paused || (!facts.fixed && overran(elapsed_ns, facts.duration_ns)),
+        overran,
         memcg: deltas.memcg,
         psi_scope: deltas.psi_scope,
         profile: None,
@@ -630,6 +657,7 @@ mod tests {
             cpus: vec![0, 0, 1],
             tids: vec![11, 12, 13],
             per_iteration: 256,
+            counts_per_boundary: 1,
             duration_ns: 100_000_000,
             fixed,
             source: KernelCountSource::Minflt,
@@ -638,6 +666,7 @@ mod tests {
             start_offsets_ns: vec![10, 20, 30],
             start_skew_ns: 20,
             paused: false,
+            asked_park_after_ns: 100_000_000,
             worker_cgroups: None,
         }
     }
@@ -719,6 +748,31 @@ mod tests {
         let mut paused = facts(true);
         paused.paused = true;
         assert!(figures(&paused, deltas(), Vec::new()).unwrap().overran);
+    }
+
+    #[test]
+    fn a_window_an_iteration_past_the_slice_is_the_protocol_and_a_late_park_request_overran() {
+        // A slow guest: 1 s slices, 0.7 s iterations, each window two iterations long.
+        let mut slow = facts(false);
+        slow.duration_ns = 1_000_000_000;
+        slow.asked_park_after_ns = 1_000_000_000;
+        slow.finish_times = vec![2_400_000_000; 3];
+        let two_each = Deltas {
+            workers: (0..3).map(|_| WorkerDelta { iterations: 2, ..delta(2, 1_000_000_000, 0) }).collect(),
+            ..Deltas::default()
+        };
+        assert!(!figures(&slow, two_each.clone(), Vec::new()).unwrap().overran, "an iteration past is the park");
+        // A per-page loop (page_fault1: 32,768 counts an iteration) is judged by its iterations,
+        // not its pages: two of them, 0.7 s each, in each window.
+        let per_page = SliceFacts { counts_per_boundary: 32_768, ..slow.clone() };
+        let pages = Deltas {
+            workers: (0..3).map(|_| WorkerDelta { iterations: 65_536, ..delta(2, 1_000_000_000, 0) }).collect(),
+            ..Deltas::default()
+        };
+        assert!(!figures(&per_page, pages, Vec::new()).unwrap().overran, "counted in iterations, not pages");
+        // The harness itself asked 0.3 s late (stopped, starved): not comparable.
+        slow.asked_park_after_ns = 1_300_000_000;
+        assert!(figures(&slow, two_each, Vec::new()).unwrap().overran);
     }
 
     #[test]

@@ -12,14 +12,15 @@ use crate::measure::procfs::SchedTimes;
 
 /// The park protocol (run/park.rs): `command` counts the harness's requests, odd while it asks
 /// the crew to park, even while the crew runs; `parked` counts the workers that took their
-/// reading for the current odd command and wait on `command`; `one_iteration` is 1 while a wake
-/// asks each worker for one whole iteration before it parks again (the settling window).
+/// reading for the current odd command and wait on `command`; `settle_until_ns` is set while a
+/// wake asks each worker for one whole iteration, and more until that CLOCK_MONOTONIC time,
+/// before it parks again (the settling window), 0 otherwise.
 #[repr(C, align(128))]
 #[derive(Default)]
 pub struct Control {
     pub command: AtomicU32,
     pub parked: AtomicU32,
-    pub one_iteration: AtomicU32,
+    pub settle_until_ns: AtomicU64,
 }
 
 /// A field of `Reading` no source gave (no schedstat, no children): never a real count.

@@ -150,7 +150,7 @@ fn worker(plan: &WorkerPlan, slot_index: usize, cpu: usize, gate: &StartGate) ->
     }
     // Numbered across the run, so two placements' workers never share a file; except where the
     // workload's file is its CPU slot's, shared by the crews.
-    let number = match plan.settings.kind.shares_file_across_crews() {
+    let number = match plan.settings.kind.shares_file_across_crews {
         true => slot_index,
         false => plan.first_file_index + slot_index,
     };

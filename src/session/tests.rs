@@ -336,7 +336,7 @@ fn a_signal_ends_the_run_keeping_every_completed_slice_and_flagging_its_round() 
 #[test]
 fn a_sigbus_of_a_file_workload_names_the_tmpdirs_free_space() {
     let (mut report, leaves) = baseline_and_child(1);
-    report.plan.workload = crate::workload::WorkloadKind::FileShared;
+    report.plan.workload.kind = crate::workload::WorkloadKind::named("file-shared").unwrap();
     report.plan.tmpdir = "/tmp".into();
     let died = "worker 1234 on CPU 1 died: killed by SIGBUS";
     let mut slicer = FakeSlicer { answers: HashMap::from([(1, Answer::Bus(died))]), ..Default::default() };
@@ -399,7 +399,7 @@ fn a_baseline_that_never_counted_becomes_a_failure_and_one_starved_slice_is_left
 }
 
 #[test]
-fn a_loop_of_few_iterations_a_slice_is_said_to_resolve_nothing() {
+fn a_loop_of_few_iterations_a_slice_is_said_to_stop_its_workers_apart() {
     // 1,000 faults/s a worker: 3 whole 256-page iterations in each 1 s slice.
     let (mut report, leaves) = baseline_and_child(2);
     let mut slicer = FakeSlicer { rate_scale: Some(0.01), ..Default::default() };
@@ -408,11 +408,15 @@ fn a_loop_of_few_iterations_a_slice_is_said_to_resolve_nothing() {
         report.warnings.iter().filter(|w| matches!(w, Warning::FewIterations { .. })).map(|w| w.to_string()).collect();
     assert_eq!(few.len(), 2, "{few:?}");
     assert!(
-        few[0].starts_with("base: a worker completed 3.0 whole iterations of its loop per 1000 ms slice (median)"),
+        few[0].starts_with(
+            "base: a worker completed 3.0 whole iterations of its loop per 1000 ms window (median) of a 1000 ms slice"
+        ),
         "{few:?}"
     );
     assert!(
-        few[0].contains("off by up to 33%") && few[0].ends_with("(fewer --slices; at one slice, a longer --duration)")
+        few[0].contains("(an iteration is some 333 ms), so the windows ran 0% past the slice")
+            && few[0].ends_with("(fewer --slices; at one slice, a longer --duration)"),
+        "{few:?}"
     );
     // 390 iterations a slice at the fake's own rates: nothing said.
     let (mut report, leaves) = baseline_and_child(2);

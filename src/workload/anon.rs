@@ -2,7 +2,24 @@
 //! byte per page (each write is a minor fault that allocates and charges a page), munmap; at
 //! one fixed place (`FixedPlace`), so every run pays the same page tables.
 
-use super::{Counter, FixedPlace, ThpMode, Workload, WorkloadSettings, apply_thp, touch_pages};
+use super::{
+    Counter, Descriptor, Exactness, FixedPlace, PerIteration, ThpMode, Unit, Workload, WorkloadSettings, apply_thp,
+    descriptor, pages, touch_pages,
+};
+
+pub static ANON: Descriptor = Descriptor {
+    per_iteration: PerIteration::ChunkPages,
+    // With THP allowed a chunk may fault in huge pages: fewer faults than pages.
+    exact: Exactness::WithoutThp,
+    pages_per_iteration: |s| pages(s.chunk_bytes, s),
+    ..descriptor(
+        "anon",
+        Unit::Faults,
+        "mmap a private anonymous --chunk, write one byte per page, munmap (the 2009 memcg loop)",
+        |s| s.chunk_bytes,
+        |s, _| Box::new(Anon::new(s, s.chunk_bytes)),
+    )
+};
 
 pub struct Anon {
     bytes: usize,

@@ -8,12 +8,36 @@
 //!
 //! One count per fallocate call, as will-it-scale counts.
 
-use super::{Counter, Workload, WorkloadSettings, fresh_file};
+use super::{Counter, Descriptor, Unit, Workload, WorkloadSettings, descriptor, fresh_file};
 use std::os::fd::AsRawFd;
 
 /// will-it-scale's FILESIZE and BUFLEN.
 pub const FILE_BYTES: i64 = 1 << 20;
 pub const STEP_BYTES: i64 = FILE_BYTES / 128;
+
+pub static FALLOCATE1: Descriptor = Descriptor {
+    // No faults: the kernel's fault count has nothing to agree with.
+    tmpdir: Some("/dev/shm"),
+    ..fallocate(
+        "fallocate1",
+        "will-it-scale fallocate1: fallocate 8 KiB steps of a 1 MiB tmpfs file, truncate, repeat; counted per call",
+    )
+};
+
+pub static FALLOCATE2: Descriptor = Descriptor {
+    tmpdir: Some("/tmp"),
+    ..fallocate("fallocate2", "will-it-scale fallocate2: the same with the file in /tmp")
+};
+
+/// What the two share: a file a worker, held whole while parked, a step an iteration.
+const fn fallocate(name: &'static str, description: &'static str) -> Descriptor {
+    Descriptor {
+        check_dir: Some(check_dir),
+        parked_bytes: |_| FILE_BYTES as u64,
+        file_bytes: |_, _| FILE_BYTES as u64,
+        ..descriptor(name, Unit::Operations, description, |_| FILE_BYTES as u64, |s, i| Box::new(Fallocate::new(s, i)))
+    }
+}
 
 /// Whether `dir`'s file system takes fallocate, asked once before a run so that a file system
 /// without it (user-mode-linux's hostfs, some FUSE mounts) is one clear error, not a failed

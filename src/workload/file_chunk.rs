@@ -8,7 +8,47 @@
 
 use std::os::fd::AsRawFd;
 
-use super::{Counter, FixedPlace, Workload, WorkloadSettings, fresh_file, touch_pages};
+use super::{
+    Counter, Descriptor, Exactness, FixedPlace, PerIteration, Unit, Workload, WorkloadSettings, descriptor, fresh_file,
+    pages, touch_pages,
+};
+
+pub static FILE_PRIVATE: Descriptor = Descriptor {
+    per_iteration: PerIteration::ChunkPages,
+    exact: Exactness::Exact,
+    tmpdir: Some("/tmp"),
+    // Parked, its file's pages; a hole read, or a private copy of it, takes no block off tmpfs.
+    parked_bytes: |s| s.chunk_bytes,
+    file_bytes: |s, on_tmpfs| if on_tmpfs { s.chunk_bytes } else { 0 },
+    pages_per_iteration: |s| pages(s.chunk_bytes, s),
+    ..descriptor(
+        "file-private",
+        Unit::Faults,
+        "mmap a per-worker file privately, write one byte per page (COW faults), munmap",
+        // The file's pages (page cache, or shmem on tmpfs) and the private copies of them.
+        |s| 2 * s.chunk_bytes,
+        |s, i| Box::new(FileChunk::private(s, i)),
+    )
+};
+
+pub static FILE_SHARED: Descriptor = Descriptor {
+    // Counted per page: on a disk filesystem one fault maps several pages (fault-around,
+    // large page-cache folios), where tmpfs takes one a page; the kernel's count says how
+    // many (a warning gives pages per fault).
+    per_iteration: PerIteration::ChunkPages,
+    exact: Exactness::Exact,
+    tmpdir: Some("/tmp"),
+    parked_bytes: |s| s.chunk_bytes,
+    file_bytes: |s, _| s.chunk_bytes,
+    pages_per_iteration: |s| pages(s.chunk_bytes, s),
+    ..descriptor(
+        "file-shared",
+        Unit::Pages,
+        "mmap a per-worker file shared, write one byte per page (page cache faults, dirtying), munmap",
+        |s| s.chunk_bytes,
+        |s, i| Box::new(FileChunk::shared(s, i)),
+    )
+};
 
 pub struct FileChunk {
     path: std::path::PathBuf,

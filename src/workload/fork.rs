@@ -5,7 +5,30 @@
 //! The kernel's count includes the worker's own COW faults after each fork (its stack), so
 //! loop-derived faults are not exact here.
 
-use super::{Counter, ThpMode, Workload, WorkloadSettings, apply_thp, map, touch_pages};
+use super::{
+    Counter, Descriptor, PerIteration, ThpMode, Unit, Workload, WorkloadSettings, apply_thp, descriptor, map, pages,
+    touch_pages,
+};
+
+pub static FORK: Descriptor = Descriptor {
+    // The kernel's count includes the worker's own COW faults after each fork.
+    per_iteration: PerIteration::SizePages,
+    // fork() from a multi-threaded process copies only the calling thread; each fork
+    // would also stop every thread of the mm for the copy, so the threads would measure
+    // each other's forks, not their own.
+    thread_mode_problem: Some("forking from threads of one process measures the other threads' forks"),
+    // Parked, its own written memory.
+    parked_bytes: |s| s.size_bytes,
+    pages_per_iteration: |s| pages(s.size_bytes, s),
+    ..descriptor(
+        "fork",
+        Unit::Faults,
+        "fork a child that writes every page of --size inherited memory and exits (anon_vma, COW)",
+        // The worker's written memory and its child's copy of it.
+        |s| 2 * s.size_bytes,
+        |s, _| Box::new(Fork::new(s)),
+    )
+};
 
 pub struct Fork {
     bytes: usize,

@@ -2,8 +2,24 @@
 //! the i_mmap lock loop of the 2011 linux-mm thread (i_mmap_lock to mutex): each mmap and
 //! munmap takes the file's i_mmap lock, so workers contend on it. No faults; it counts loops.
 
-use super::{Counter, SHARED_FILE, Workload, WorkloadSettings, map};
+use super::{Counter, Descriptor, Unit, Workload, WorkloadSettings, descriptor, map};
 use std::os::fd::AsRawFd;
+
+/// The shared file every mmap-file worker maps, one page, made by the harness.
+const SHARED_FILE: &str = "shared";
+
+pub static MMAP_FILE: Descriptor = Descriptor {
+    // No faults: it counts loops. Its one shared page is the harness's: no file a worker.
+    tmpdir: Some("/tmp"),
+    harness_file: Some((SHARED_FILE, 1)),
+    ..descriptor(
+        "mmap-file",
+        Unit::Loops,
+        "every worker maps and unmaps one page of ONE shared file, untouched (i_mmap lock); counts loops",
+        |s| s.page_size,
+        |s, _| Box::new(MmapFile::new(s)),
+    )
+};
 
 pub struct MmapFile {
     path: std::path::PathBuf,

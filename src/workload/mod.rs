@@ -3,149 +3,102 @@
 //! fixed work (--iterations).
 //!
 //! The harness (src/run/) owns spawning, pinning, start, sampling and stop; a workload only
-//! prepares itself and loops. Adding a workload is one file here plus a variant of
-//! `WorkloadKind` and its row of `WORKLOADS`: name, unit, count per iteration, files, exactness,
-//! description, constructor (file-private and file-shared share one file, as they differ only
-//! in a mapping flag). The shape comes from the row, without building a workload;
-//! construction has no side effects, and `prepare` runs in the worker, in its cgroup, on its CPU.
-
-mod anon;
-mod fallocate;
-mod file_chunk;
-mod fork;
-mod mmap_file;
-mod page_fault;
-mod tlb_flush;
-mod usemem;
-mod usemem_file;
+//! prepares itself and loops. Adding a workload is one file here, which states everything about
+//! it in a `Descriptor` (name, help line, unit, count per iteration, exactness, the memory a
+//! running and a parked worker hold, its file space, pages per iteration, whether its crews
+//! share a file, whether it runs as threads, its tmpdir, its loop), plus one line in the
+//! `workloads!` list below; the command line, the checks and the outputs read the descriptor.
+//! A file holds a loop and its variants (file-private and file-shared differ only in a mapping
+//! flag). The shape comes from the descriptor, without building a workload; construction has
+//! no side effects, and `prepare` runs in the worker, in its cgroup, on its CPU.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
-/// The workloads, in the order of their rows in `WORKLOADS`, where each is described.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum WorkloadKind {
-    Anon,
-    FilePrivate,
-    FileShared,
-    MmapFile,
-    Usemem,
-    UsememFile,
-    Fork,
-    #[serde(rename = "page_fault1")]
-    PageFault1,
-    #[serde(rename = "page_fault2")]
-    PageFault2,
-    #[serde(rename = "page_fault3")]
-    PageFault3,
-    #[serde(rename = "fallocate1")]
-    Fallocate1,
-    #[serde(rename = "fallocate2")]
-    Fallocate2,
-    #[serde(rename = "tlb_flush2")]
-    TlbFlush2,
+/// The list of workload files and the descriptors each holds, in `--help`'s order: a module
+/// line per file, `file: [DESCRIPTOR, ...]`. The first is the default.
+macro_rules! workloads {
+    ($($file:ident: [$($descriptor:ident),+ $(,)?]),+ $(,)?) => {
+        $(mod $file;)+
+
+        /// Every workload, in `--help`'s order; the first is `--workload`'s default.
+        pub static WORKLOADS: &[&Descriptor] = &[$($(&$file::$descriptor),+),+];
+    };
+}
+
+workloads! {
+    anon: [ANON],
+    file_chunk: [FILE_PRIVATE, FILE_SHARED],
+    mmap_file: [MMAP_FILE],
+    usemem: [USEMEM],
+    usemem_file: [USEMEM_FILE],
+    fork: [FORK],
+    page_fault: [PAGE_FAULT1, PAGE_FAULT2, PAGE_FAULT3],
+    fallocate: [FALLOCATE1, FALLOCATE2],
+    tlb_flush: [TLB_FLUSH2],
+}
+
+/// One workload: its descriptor, as `--workload` names it and the run carries it. Equal when
+/// they are the same descriptor.
+#[derive(Clone, Copy)]
+pub struct WorkloadKind(&'static Descriptor);
+
+impl PartialEq for WorkloadKind {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for WorkloadKind {}
+
+impl std::fmt::Debug for WorkloadKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name)
+    }
+}
+
+impl serde::Serialize for WorkloadKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0.name)
+    }
+}
+
+impl std::ops::Deref for WorkloadKind {
+    type Target = Descriptor;
+
+    fn deref(&self) -> &Descriptor {
+        self.0
+    }
+}
+
+impl Default for WorkloadKind {
+    /// The first of `WORKLOADS`: anon, the 2009 memcg loop.
+    fn default() -> Self {
+        WorkloadKind(WORKLOADS[0])
+    }
 }
 
 impl WorkloadKind {
-    /// The workload's row of `WORKLOADS`.
-    pub fn facts(self) -> &'static Facts {
-        &WORKLOADS[self as usize]
+    /// Every workload, in `WORKLOADS`' order.
+    pub fn all() -> impl Iterator<Item = WorkloadKind> {
+        WORKLOADS.iter().map(|descriptor| WorkloadKind(descriptor))
     }
 
-    pub fn name(self) -> &'static str {
-        self.facts().name
+    /// The workload `--workload` calls `name`, if there is one (the tests name theirs).
+    #[cfg(test)]
+    pub fn named(name: &str) -> Option<WorkloadKind> {
+        Self::all().find(|kind| kind.name == name)
     }
 
     /// Whether the workload needs the run's temporary directory.
     pub fn needs_files(self) -> bool {
-        self.facts().tmpdir.is_some()
-    }
-
-    /// The most bytes one worker's file takes from its filesystem: on tmpfs every page it
-    /// touches (the page cache is the file's space there), elsewhere only the pages it writes
-    /// through a shared mapping or allocates (reading a sparse file's hole, or a private
-    /// mapping's copy of it, takes no block). 0 where a worker has no file of its own
-    /// (mmap-file's one shared page is the harness's).
-    pub fn file_bytes_per_worker(self, chunk_bytes: u64, size_bytes: u64, on_tmpfs: bool) -> u64 {
-        use WorkloadKind as W;
-        match self {
-            W::FileShared => chunk_bytes,
-            W::FilePrivate if on_tmpfs => chunk_bytes,
-            W::UsememFile if on_tmpfs => size_bytes,
-            W::PageFault3 => page_fault::MEMSIZE as u64,
-            W::PageFault2 if on_tmpfs => page_fault::MEMSIZE as u64,
-            W::Fallocate1 | W::Fallocate2 => fallocate::FILE_BYTES as u64,
-            _ => 0,
-        }
-    }
-
-    /// The most memory one running worker holds at once, charged to its memcg or kept by its
-    /// file: what it has touched of its mapping before its iteration's munmap, plus its file's
-    /// pages (shmem on tmpfs, swap-backed; page cache elsewhere, charged until reclaimed).
-    pub fn resident_bytes_per_worker(self, chunk_bytes: u64, size_bytes: u64, page_size: u64) -> u64 {
-        use WorkloadKind as W;
-        let memsize = page_fault::MEMSIZE as u64;
-        match self {
-            W::Anon | W::FileShared => chunk_bytes,
-            // The file's pages (page cache, or shmem on tmpfs) and the private copies of them.
-            W::FilePrivate => 2 * chunk_bytes,
-            W::MmapFile => page_size,
-            W::Usemem | W::UsememFile => size_bytes,
-            // The worker's written memory and its child's copy of it.
-            W::Fork => 2 * size_bytes,
-            W::PageFault1 | W::PageFault3 => memsize,
-            // The file and the private copies of its pages.
-            W::PageFault2 => 2 * memsize,
-            W::Fallocate1 | W::Fallocate2 => fallocate::FILE_BYTES as u64,
-            W::TlbFlush2 => tlb_flush::MEMORY_BYTES as u64,
-        }
-    }
-
-    /// Whether the workers on one CPU slot share one file across the crews (placements), as
-    /// will-it-scale's one task has one: page_fault2 only reads its file's pages and copies
-    /// them, each copy charged to the faulting worker's memcg, so a file a crew only multiplied
-    /// the memory (P files a CPU; 4,783 MiB against will-it-scale's 1,568 at 8 tasks, P=4).
-    /// Not page_fault3, whose writes dirty the shared page and account it to the memcg that
-    /// owns the page, nor the chunk workloads, whose files are the user's --chunk.
-    pub fn shares_file_across_crews(self) -> bool {
-        self == WorkloadKind::PageFault2
-    }
-
-    /// What one parked worker holds: it parks at an iteration boundary, after its munmap, so
-    /// only what outlives an iteration: its file's pages, a forking worker's own memory.
-    pub fn parked_bytes_per_worker(self, chunk_bytes: u64, size_bytes: u64) -> u64 {
-        use WorkloadKind as W;
-        match self {
-            W::FilePrivate | W::FileShared => chunk_bytes,
-            W::UsememFile | W::Fork => size_bytes,
-            // page_fault2's file is its CPU slot's, held once (in the running worker's count).
-            W::PageFault3 => page_fault::MEMSIZE as u64,
-            W::Fallocate1 | W::Fallocate2 => fallocate::FILE_BYTES as u64,
-            W::Anon | W::MmapFile | W::Usemem | W::PageFault1 | W::PageFault2 | W::TlbFlush2 => 0,
-        }
-    }
-
-    /// The pages the loop touches from one iteration boundary (`Counter::boundary`, where a
-    /// worker parks) to the next: a slice must span many such iterations, since the crew's park
-    /// waits for its slowest worker to finish the one it is in.
-    pub fn pages_per_iteration(self, chunk_bytes: u64, size_bytes: u64, page_size: u64) -> u64 {
-        use WorkloadKind as W;
-        let pages = |bytes: u64| bytes.div_ceil(page_size.max(1));
-        match self {
-            W::Anon | W::FilePrivate | W::FileShared => pages(chunk_bytes),
-            W::Usemem | W::UsememFile | W::Fork => pages(size_bytes),
-            W::PageFault1 | W::PageFault2 | W::PageFault3 => pages(page_fault::MEMSIZE as u64),
-            W::TlbFlush2 => pages(tlb_flush::MEMORY_BYTES as u64),
-            // A map and unmap of one page; a fallocate step.
-            W::MmapFile | W::Fallocate1 | W::Fallocate2 => 1,
-        }
+        self.tmpdir.is_some()
     }
 
     /// Where its files go unless --tmpdir says otherwise: tmpfs for will-it-scale's, as the
     /// LKP reports ran them.
     pub fn default_tmpdir(self) -> &'static str {
-        match self.facts().tmpdir {
+        match self.tmpdir {
             Some(dir) if std::path::Path::new(dir).is_dir() => dir,
             _ => "/tmp",
         }
@@ -153,12 +106,7 @@ impl WorkloadKind {
 
     /// Why it cannot use `dir` for its files, if it cannot (checked before anything is made).
     pub fn files_dir_problem(self, dir: &std::path::Path) -> Option<String> {
-        self.facts().check_dir.and_then(|check| check(dir).err())
-    }
-
-    /// Why it cannot run with `--mode thread`, if it cannot.
-    pub fn thread_mode_problem(self) -> Option<&'static str> {
-        self.facts().thread_mode_problem
+        self.check_dir.and_then(|check| check(dir).err())
     }
 }
 
@@ -203,19 +151,48 @@ impl Exactness {
     }
 }
 
-/// Everything the harness and the front end know of a workload, one row per workload.
-pub struct Facts {
-    pub kind: WorkloadKind,
+/// A size the settings decide, in bytes: of one worker's memory, file or iteration.
+pub type Bytes = fn(&WorkloadSettings) -> u64;
+
+/// Everything the harness, the checks and the front end know of a workload: each workload's
+/// file holds its own, and `WORKLOADS` lists them.
+pub struct Descriptor {
     /// The name `--workload` takes and the outputs print.
     pub name: &'static str,
+    /// Its one line in `--help`.
+    pub description: &'static str,
     pub unit: Unit,
     pub per_iteration: PerIteration,
     pub exact: Exactness,
+    /// The most memory one running worker holds at once, charged to its memcg or kept by its
+    /// file: what it has touched of its mapping before its iteration's munmap, plus its file's
+    /// pages (shmem on tmpfs, swap-backed; page cache elsewhere, charged until reclaimed).
+    pub resident_bytes: Bytes,
+    /// What one parked worker holds: it parks at an iteration boundary, after its munmap, so
+    /// only what outlives an iteration: its file's pages, a forking worker's own memory.
+    pub parked_bytes: Bytes,
+    /// The most bytes one worker's file takes from its filesystem, given whether that is tmpfs:
+    /// on tmpfs every page it touches (the page cache is the file's space there), elsewhere
+    /// only the pages it writes through a shared mapping or allocates (reading a sparse file's
+    /// hole, or a private mapping's copy of it, takes no block). 0 where a worker has no file
+    /// of its own.
+    pub file_bytes: fn(&WorkloadSettings, bool) -> u64,
+    /// The pages the loop touches from one iteration boundary (`Counter::boundary`, where a
+    /// worker parks) to the next: a slice must span many such iterations, since the crew's
+    /// park waits for its slowest worker to finish the one it is in.
+    pub pages_per_iteration: Bytes,
+    /// Whether the workers on one CPU slot share one file across the crews (placements), as
+    /// will-it-scale's one task has one; else each crew's worker has its own.
+    pub shares_file_across_crews: bool,
     /// Where its files go without --tmpdir (`/dev/shm` falls back to `/tmp` where absent);
     /// None for a workload without files.
     pub tmpdir: Option<&'static str>,
-    /// Its one line in `--help`.
-    pub description: &'static str,
+    /// Whether its files must be reclaimable without swap, which tmpfs's are not: a run with
+    /// them on tmpfs is warned.
+    pub wants_reclaimable_files: bool,
+    /// The file the harness makes in the run's directory for every worker to share, and its
+    /// size in pages (mmap-file's one page), if it has one.
+    pub harness_file: Option<(&'static str, u64)>,
     /// Why it cannot run with `--mode thread`, if it cannot.
     pub thread_mode_problem: Option<&'static str>,
     /// Asks, before anything is made, whether a directory can hold its files.
@@ -230,204 +207,46 @@ pub type DirCheck = fn(&std::path::Path) -> Result<(), String>;
 /// Every directory a workload puts its files in by default, once each (what `cleanup` searches
 /// when not told where a run's files went).
 pub fn default_tmpdirs() -> Vec<&'static str> {
-    let mut dirs: Vec<&'static str> = WORKLOADS.iter().map(|facts| facts.kind.default_tmpdir()).collect();
+    let mut dirs: Vec<&'static str> = WorkloadKind::all().map(WorkloadKind::default_tmpdir).collect();
     dirs.sort_unstable();
     dirs.dedup();
     dirs
 }
 
-/// A row with the defaults most workloads share: counted per iteration, not exact, no files.
-const fn row(
-    kind: WorkloadKind,
+/// The pages of `bytes`, rounded up.
+pub(crate) fn pages(bytes: u64, settings: &WorkloadSettings) -> u64 {
+    bytes.div_ceil(settings.page_size.max(1))
+}
+
+/// A descriptor with the defaults most workloads share: counted per iteration, not exact, no
+/// files, nothing held while parked, one page per iteration; the memory a running worker
+/// holds is always its own.
+pub(crate) const fn descriptor(
     name: &'static str,
     unit: Unit,
     description: &'static str,
+    resident_bytes: Bytes,
     create: fn(&WorkloadSettings, usize) -> Box<dyn Workload>,
-) -> Facts {
-    Facts {
-        kind,
+) -> Descriptor {
+    Descriptor {
         name,
+        description,
         unit,
         per_iteration: PerIteration::One,
         exact: Exactness::Inexact,
+        resident_bytes,
+        parked_bytes: |_| 0,
+        file_bytes: |_, _| 0,
+        pages_per_iteration: |_| 1,
+        shares_file_across_crews: false,
         tmpdir: None,
-        description,
+        wants_reclaimable_files: false,
+        harness_file: None,
         thread_mode_problem: None,
         check_dir: None,
         create,
     }
 }
-
-/// The workloads, in `WorkloadKind`'s order (checked when compiling).
-const ROWS: [Facts; 13] = [
-    Facts {
-        per_iteration: PerIteration::ChunkPages,
-        // With THP allowed a chunk may fault in huge pages: fewer faults than pages.
-        exact: Exactness::WithoutThp,
-        ..row(
-            WorkloadKind::Anon,
-            "anon",
-            Unit::Faults,
-            "mmap a private anonymous --chunk, write one byte per page, munmap (the 2009 memcg loop)",
-            |s, _| Box::new(anon::Anon::new(s, s.chunk_bytes)),
-        )
-    },
-    Facts {
-        per_iteration: PerIteration::ChunkPages,
-        exact: Exactness::Exact,
-        tmpdir: Some("/tmp"),
-        ..row(
-            WorkloadKind::FilePrivate,
-            "file-private",
-            Unit::Faults,
-            "mmap a per-worker file privately, write one byte per page (COW faults), munmap",
-            |s, i| Box::new(file_chunk::FileChunk::private(s, i)),
-        )
-    },
-    Facts {
-        // Counted per page: on a disk filesystem one fault maps several pages (fault-around,
-        // large page-cache folios), where tmpfs takes one a page; the kernel's count says how
-        // many (a warning gives pages per fault).
-        per_iteration: PerIteration::ChunkPages,
-        exact: Exactness::Exact,
-        tmpdir: Some("/tmp"),
-        ..row(
-            WorkloadKind::FileShared,
-            "file-shared",
-            Unit::Pages,
-            "mmap a per-worker file shared, write one byte per page (page cache faults, dirtying), munmap",
-            |s, i| Box::new(file_chunk::FileChunk::shared(s, i)),
-        )
-    },
-    Facts {
-        // No faults: it counts loops.
-        tmpdir: Some("/tmp"),
-        ..row(
-            WorkloadKind::MmapFile,
-            "mmap-file",
-            Unit::Loops,
-            "every worker maps and unmaps one page of ONE shared file, untouched (i_mmap lock); counts loops",
-            |s, _| Box::new(mmap_file::MmapFile::new(s)),
-        )
-    },
-    Facts {
-        per_iteration: PerIteration::SizePages,
-        exact: Exactness::WithoutThp,
-        ..row(
-            WorkloadKind::Usemem,
-            "usemem",
-            Unit::Faults,
-            "allocate and touch --size bytes per iteration, like usemem -m; drives reclaim under a limit",
-            |s, _| Box::new(usemem::Usemem::new(s)),
-        )
-    },
-    Facts {
-        // Fault-around may map several counted pages in one fault.
-        tmpdir: Some("/tmp"),
-        ..row(
-            WorkloadKind::UsememFile,
-            "usemem-file",
-            Unit::Pages,
-            "usemem -f: map a sparse per-worker file of --size shared, read a word per page; counted per page. Above a limit the clean page cache is reclaimed through rmap, no swap needed",
-            |s, i| Box::new(usemem_file::UsememFile::new(s, i)),
-        )
-    },
-    Facts {
-        // The kernel's count includes the worker's own COW faults after each fork.
-        per_iteration: PerIteration::SizePages,
-        // fork() from a multi-threaded process copies only the calling thread; each fork
-        // would also stop every thread of the mm for the copy, so the threads would measure
-        // each other's forks, not their own.
-        thread_mode_problem: Some("forking from threads of one process measures the other threads' forks"),
-        ..row(
-            WorkloadKind::Fork,
-            "fork",
-            Unit::Faults,
-            "fork a child that writes every page of --size inherited memory and exits (anon_vma, COW)",
-            |s, _| Box::new(fork::Fork::new(s)),
-        )
-    },
-    Facts {
-        // One count per page; with THP allowed a page may come in a huge fault.
-        exact: Exactness::WithoutThp,
-        ..row(
-            WorkloadKind::PageFault1,
-            "page_fault1",
-            Unit::Faults,
-            "will-it-scale page_fault1: 128 MiB private anonymous per iteration, counted per page",
-            |s, i| Box::new(page_fault::PageFault::new(s, i, page_fault::Variant::Anonymous)),
-        )
-    },
-    Facts {
-        exact: Exactness::Exact,
-        tmpdir: Some("/dev/shm"),
-        ..row(
-            WorkloadKind::PageFault2,
-            "page_fault2",
-            Unit::Faults,
-            "will-it-scale page_fault2: 128 MiB private file mapping (COW), counted per page",
-            |s, i| Box::new(page_fault::PageFault::new(s, i, page_fault::Variant::FilePrivate)),
-        )
-    },
-    Facts {
-        exact: Exactness::Exact,
-        tmpdir: Some("/dev/shm"),
-        // Pages, as will-it-scale counts them: off tmpfs a fault maps several (file-shared's).
-        ..row(
-            WorkloadKind::PageFault3,
-            "page_fault3",
-            Unit::Pages,
-            "will-it-scale page_fault3: 128 MiB shared file mapping, counted per page",
-            |s, i| Box::new(page_fault::PageFault::new(s, i, page_fault::Variant::FileShared)),
-        )
-    },
-    Facts {
-        // No faults: the kernel's fault count has nothing to agree with.
-        tmpdir: Some("/dev/shm"),
-        check_dir: Some(fallocate::check_dir),
-        ..row(
-            WorkloadKind::Fallocate1,
-            "fallocate1",
-            Unit::Operations,
-            "will-it-scale fallocate1: fallocate 8 KiB steps of a 1 MiB tmpfs file, truncate, repeat; counted per call",
-            |s, i| Box::new(fallocate::Fallocate::new(s, i)),
-        )
-    },
-    Facts {
-        tmpdir: Some("/tmp"),
-        check_dir: Some(fallocate::check_dir),
-        ..row(
-            WorkloadKind::Fallocate2,
-            "fallocate2",
-            Unit::Operations,
-            "will-it-scale fallocate2: the same with the file in /tmp",
-            |s, i| Box::new(fallocate::Fallocate::new(s, i)),
-        )
-    },
-    // Two faults per page (the write, then the read of the zapped page): counted as one
-    // operation each, as will-it-scale counts.
-    row(
-        WorkloadKind::TlbFlush2,
-        "tlb_flush2",
-        Unit::Operations,
-        "will-it-scale tlb_flush2: write a page, MADV_DONTNEED it, read it back, per page of 1 MiB; counted per page",
-        |s, _| Box::new(tlb_flush::TlbFlush::new(s)),
-    ),
-];
-
-// Row i is WorkloadKind's variant i, so `facts` indexes instead of searching; the last
-// variant has the last row.
-const _: () = {
-    let mut i = 0;
-    while i < ROWS.len() {
-        assert!(ROWS[i].kind as usize == i, "WORKLOADS is not in WorkloadKind's order");
-        i += 1;
-    }
-    assert!(WorkloadKind::TlbFlush2 as usize == ROWS.len() - 1, "a WorkloadKind has no row in WORKLOADS");
-};
-
-/// One row per workload, in `WorkloadKind`'s order.
-pub static WORKLOADS: [Facts; 13] = ROWS;
 
 /// How THP may back the workload's anonymous memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -466,8 +285,21 @@ pub struct WorkloadSettings {
     pub fixed_iterations: Option<u64>,
 }
 
-/// The shared file every mmap-file worker maps, created by the harness.
-pub const SHARED_FILE: &str = "shared";
+#[cfg(test)]
+impl WorkloadSettings {
+    /// The named workload at the defaults (--chunk 1M, --size 64M, --thp never), 4 KiB pages.
+    pub fn example(name: &str) -> WorkloadSettings {
+        WorkloadSettings {
+            kind: WorkloadKind::named(name).unwrap(),
+            chunk_bytes: 1 << 20,
+            size_bytes: 64 << 20,
+            page_size: 4096,
+            thp: ThpMode::Never,
+            files_dir: None,
+            fixed_iterations: None,
+        }
+    }
+}
 
 /// What one iteration counts as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -571,17 +403,23 @@ impl<'a> Counter<'a> {
 }
 
 pub fn create(settings: &WorkloadSettings, worker_index: usize) -> Box<dyn Workload> {
-    (settings.kind.facts().create)(settings, worker_index)
+    (settings.kind.create)(settings, worker_index)
 }
 
-/// The workload's counting, from its row of `WORKLOADS` and the settings (nothing is built).
-pub fn shape(settings: &WorkloadSettings) -> Shape {
-    let facts = settings.kind.facts();
-    Shape {
-        unit: facts.unit,
-        per_iteration: facts.per_iteration.count(settings),
-        exact: facts.exact.holds(settings.thp),
+/// How far the loop counter moves from one iteration boundary (where a worker parks) to the
+/// next: 1 where it counts whole iterations, the iteration's pages where it counts each page
+/// (page_fault1's 32,768).
+pub fn counts_per_boundary(settings: &WorkloadSettings) -> u64 {
+    match settings.kind.per_iteration {
+        PerIteration::One => (settings.kind.pages_per_iteration)(settings).max(1),
+        PerIteration::ChunkPages | PerIteration::SizePages => 1,
     }
+}
+
+/// The workload's counting, from its descriptor and the settings (nothing is built).
+pub fn shape(settings: &WorkloadSettings) -> Shape {
+    let kind = settings.kind;
+    Shape { unit: kind.unit, per_iteration: kind.per_iteration.count(settings), exact: kind.exact.holds(settings.thp) }
 }
 
 // ---- helpers the loops share ----
@@ -709,16 +547,9 @@ pub(crate) fn fresh_file(path: &std::path::Path, len: u64) -> Result<std::fs::Fi
 mod tests {
     use super::*;
 
+    /// The workload with an 8 MiB --size.
     fn settings(kind: WorkloadKind, thp: ThpMode) -> WorkloadSettings {
-        WorkloadSettings {
-            kind,
-            chunk_bytes: 1 << 20,
-            size_bytes: 8 << 20,
-            page_size: 4096,
-            thp,
-            files_dir: None,
-            fixed_iterations: None,
-        }
+        WorkloadSettings { size_bytes: 8 << 20, thp, ..WorkloadSettings::example(kind.name) }
     }
 
     #[test]
@@ -750,23 +581,23 @@ mod tests {
     }
 
     #[test]
-    fn the_shape_from_the_table_is_the_built_workloads_count() {
+    fn the_shape_from_the_descriptor_is_the_built_workloads_count() {
         let shape = |kind, thp| {
             let s = shape(&settings(kind, thp));
             (s.unit, s.per_iteration, s.exact)
         };
-        assert_eq!(shape(WorkloadKind::Anon, ThpMode::Never), (Unit::Faults, 256, true));
-        assert_eq!(shape(WorkloadKind::Anon, ThpMode::Keep), (Unit::Faults, 256, false));
-        assert_eq!(shape(WorkloadKind::Usemem, ThpMode::Never), (Unit::Faults, 2048, true));
-        assert_eq!(shape(WorkloadKind::Fork, ThpMode::Never), (Unit::Faults, 2048, false));
-        assert_eq!(shape(WorkloadKind::FileShared, ThpMode::Keep), (Unit::Pages, 256, true));
-        assert_eq!(shape(WorkloadKind::PageFault3, ThpMode::Keep), (Unit::Pages, 1, true));
-        assert_eq!(shape(WorkloadKind::MmapFile, ThpMode::Never), (Unit::Loops, 1, false));
-        assert_eq!(shape(WorkloadKind::UsememFile, ThpMode::Never), (Unit::Pages, 1, false));
-        assert_eq!(shape(WorkloadKind::PageFault1, ThpMode::Always), (Unit::Faults, 1, false));
-        assert_eq!(shape(WorkloadKind::PageFault2, ThpMode::Always), (Unit::Faults, 1, true));
-        assert_eq!(shape(WorkloadKind::Fallocate2, ThpMode::Never), (Unit::Operations, 1, false));
-        assert_eq!(shape(WorkloadKind::TlbFlush2, ThpMode::Never), (Unit::Operations, 1, false));
+        assert_eq!(shape(WorkloadKind::named("anon").unwrap(), ThpMode::Never), (Unit::Faults, 256, true));
+        assert_eq!(shape(WorkloadKind::named("anon").unwrap(), ThpMode::Keep), (Unit::Faults, 256, false));
+        assert_eq!(shape(WorkloadKind::named("usemem").unwrap(), ThpMode::Never), (Unit::Faults, 2048, true));
+        assert_eq!(shape(WorkloadKind::named("fork").unwrap(), ThpMode::Never), (Unit::Faults, 2048, false));
+        assert_eq!(shape(WorkloadKind::named("file-shared").unwrap(), ThpMode::Keep), (Unit::Pages, 256, true));
+        assert_eq!(shape(WorkloadKind::named("page_fault3").unwrap(), ThpMode::Keep), (Unit::Pages, 1, true));
+        assert_eq!(shape(WorkloadKind::named("mmap-file").unwrap(), ThpMode::Never), (Unit::Loops, 1, false));
+        assert_eq!(shape(WorkloadKind::named("usemem-file").unwrap(), ThpMode::Never), (Unit::Pages, 1, false));
+        assert_eq!(shape(WorkloadKind::named("page_fault1").unwrap(), ThpMode::Always), (Unit::Faults, 1, false));
+        assert_eq!(shape(WorkloadKind::named("page_fault2").unwrap(), ThpMode::Always), (Unit::Faults, 1, true));
+        assert_eq!(shape(WorkloadKind::named("fallocate2").unwrap(), ThpMode::Never), (Unit::Operations, 1, false));
+        assert_eq!(shape(WorkloadKind::named("tlb_flush2").unwrap(), ThpMode::Never), (Unit::Operations, 1, false));
     }
 
     #[test]
@@ -775,21 +606,60 @@ mod tests {
         assert!(dirs.contains(&"/tmp"));
         // Page_fault2/3 and fallocate1 put their files in /dev/shm where it exists.
         assert_eq!(dirs.contains(&"/dev/shm"), std::path::Path::new("/dev/shm").is_dir(), "{dirs:?}");
-        assert!(WORKLOADS.iter().all(|f| dirs.contains(&f.kind.default_tmpdir())));
+        assert!(WorkloadKind::all().all(|kind| dirs.contains(&kind.default_tmpdir())));
     }
 
     #[test]
-    fn every_row_names_its_kind() {
-        for (i, facts) in WORKLOADS.iter().enumerate() {
-            assert_eq!(facts.kind as usize, i);
-            assert_eq!(facts.kind.name(), facts.name);
-            let json = serde_json::to_string(&facts.kind).unwrap();
-            assert_eq!(json, format!("\"{}\"", facts.name), "the serialized name");
+    fn every_descriptor_is_listed_once_by_its_own_name() {
+        let names: Vec<&str> = WorkloadKind::all().map(|kind| kind.name).collect();
+        assert_eq!(names[0], "anon", "the default");
+        for kind in WorkloadKind::all() {
+            assert_eq!(names.iter().filter(|&&name| name == kind.name).count(), 1, "{}", kind.name);
+            assert_eq!(WorkloadKind::named(kind.name), Some(kind));
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.name), "the serialized name");
         }
-        assert!(!WorkloadKind::Anon.needs_files() && WorkloadKind::MmapFile.needs_files());
-        assert_eq!(WorkloadKind::Fallocate2.default_tmpdir(), "/tmp");
-        assert!(
-            WorkloadKind::Fork.thread_mode_problem().is_some() && WorkloadKind::Anon.thread_mode_problem().is_none()
-        );
+        let kind = |name| WorkloadKind::named(name).unwrap();
+        assert!(!kind("anon").needs_files() && kind("mmap-file").needs_files());
+        assert_eq!(kind("fallocate2").default_tmpdir(), "/tmp");
+        assert!(kind("fork").thread_mode_problem.is_some() && kind("anon").thread_mode_problem.is_none());
+        assert!(kind("page_fault2").shares_file_across_crews && !kind("page_fault3").shares_file_across_crews);
+        assert_eq!(kind("mmap-file").harness_file, Some(("shared", 1)));
+        assert!(kind("usemem-file").wants_reclaimable_files && !kind("file-shared").wants_reclaimable_files);
+    }
+
+    /// What each descriptor says a worker holds, its file takes and an iteration touches, at a
+    /// 1 MiB --chunk and an 8 MiB --size: the figures of the table the descriptors replaced.
+    #[test]
+    fn each_workloads_memory_file_space_and_pages_per_iteration() {
+        const M: u64 = 1 << 20;
+        // name, running, parked, file on tmpfs, file on disk, pages per iteration
+        let expected: [(&str, u64, u64, u64, u64, u64); 13] = [
+            ("anon", M, 0, 0, 0, 256),
+            ("file-private", 2 * M, M, M, 0, 256),
+            ("file-shared", M, M, M, M, 256),
+            ("mmap-file", 4096, 0, 0, 0, 1),
+            ("usemem", 8 * M, 0, 0, 0, 2048),
+            ("usemem-file", 8 * M, 8 * M, 8 * M, 0, 2048),
+            ("fork", 16 * M, 8 * M, 0, 0, 2048),
+            ("page_fault1", 128 * M, 0, 0, 0, 32_768),
+            ("page_fault2", 256 * M, 0, 128 * M, 0, 32_768),
+            ("page_fault3", 128 * M, 128 * M, 128 * M, 128 * M, 32_768),
+            ("fallocate1", M, M, M, M, 1),
+            ("fallocate2", M, M, M, M, 1),
+            ("tlb_flush2", M, 0, 0, 0, 256),
+        ];
+        for (name, running, parked, on_tmpfs, on_disk, pages) in expected {
+            let s = settings(WorkloadKind::named(name).unwrap(), ThpMode::Never);
+            let kind = s.kind;
+            let figures = (
+                (kind.resident_bytes)(&s),
+                (kind.parked_bytes)(&s),
+                (kind.file_bytes)(&s, true),
+                (kind.file_bytes)(&s, false),
+                (kind.pages_per_iteration)(&s),
+            );
+            assert_eq!(figures, (running, parked, on_tmpfs, on_disk, pages), "{name}");
+        }
     }
 }

@@ -8,11 +8,65 @@
 //! will-it-scale unlinks its file after creating it; here it lives in the run directory
 //! (tmpfs /dev/shm by default, as the LKP reports ran them) and goes with it.
 
-use super::{Counter, ThpMode, Workload, WorkloadSettings, apply_thp, fresh_file, map, shared_file};
+use super::{
+    Counter, Descriptor, Exactness, ThpMode, Unit, Workload, WorkloadSettings, apply_thp, descriptor, fresh_file, map,
+    pages, shared_file,
+};
 use std::os::fd::AsRawFd;
 
 /// will-it-scale's MEMSIZE.
 pub const MEMSIZE: usize = 128 << 20;
+
+pub static PAGE_FAULT1: Descriptor = Descriptor {
+    // One count per page; with THP allowed a page may come in a huge fault.
+    exact: Exactness::WithoutThp,
+    pages_per_iteration: |s| pages(MEMSIZE as u64, s),
+    ..descriptor(
+        "page_fault1",
+        Unit::Faults,
+        "will-it-scale page_fault1: 128 MiB private anonymous per iteration, counted per page",
+        |_| MEMSIZE as u64,
+        |s, i| Box::new(PageFault::new(s, i, Variant::Anonymous)),
+    )
+};
+
+pub static PAGE_FAULT2: Descriptor = Descriptor {
+    exact: Exactness::Exact,
+    tmpdir: Some("/dev/shm"),
+    // The workers on one CPU slot share one file across the crews, as will-it-scale's one task
+    // has one: page_fault2 only reads its file's pages and copies them, each copy charged to
+    // the faulting worker's memcg, so a file a crew only multiplied the memory (P files a CPU;
+    // 4,783 MiB against will-it-scale's 1,568 at 8 tasks, P=4). Not page_fault3, whose writes
+    // dirty the shared page and account it to the memcg that owns the page.
+    shares_file_across_crews: true,
+    // Its file is its CPU slot's, held once (in the running worker's count): parked, nothing.
+    file_bytes: |_, on_tmpfs| if on_tmpfs { MEMSIZE as u64 } else { 0 },
+    pages_per_iteration: |s| pages(MEMSIZE as u64, s),
+    ..descriptor(
+        "page_fault2",
+        Unit::Faults,
+        "will-it-scale page_fault2: 128 MiB private file mapping (COW), counted per page",
+        // The file and the private copies of its pages.
+        |_| 2 * MEMSIZE as u64,
+        |s, i| Box::new(PageFault::new(s, i, Variant::FilePrivate)),
+    )
+};
+
+pub static PAGE_FAULT3: Descriptor = Descriptor {
+    exact: Exactness::Exact,
+    tmpdir: Some("/dev/shm"),
+    parked_bytes: |_| MEMSIZE as u64,
+    file_bytes: |_, _| MEMSIZE as u64,
+    pages_per_iteration: |s| pages(MEMSIZE as u64, s),
+    // Pages, as will-it-scale counts them: off tmpfs a fault maps several (file-shared's).
+    ..descriptor(
+        "page_fault3",
+        Unit::Pages,
+        "will-it-scale page_fault3: 128 MiB shared file mapping, counted per page",
+        |_| MEMSIZE as u64,
+        |s, i| Box::new(PageFault::new(s, i, Variant::FileShared)),
+    )
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
@@ -47,7 +101,7 @@ impl Workload for PageFault {
         apply_thp(self.thp)?;
         self.file = match self.variant {
             Variant::Anonymous => None,
-            // One file a CPU slot for every crew (`WorkloadKind::shares_file_across_crews`).
+            // One file a CPU slot for every crew (`PAGE_FAULT2.shares_file_across_crews`).
             Variant::FilePrivate => Some(shared_file(&self.path, MEMSIZE as u64)?),
             Variant::FileShared => Some(fresh_file(&self.path, MEMSIZE as u64)?),
         };

@@ -4,10 +4,23 @@
 //! back as zero (a read fault mapping the zero page); unmap. An LKP report of 2023-2024 measured
 //! -32.3% per_thread_ops on it. One count per page, as will-it-scale counts.
 
-use super::{Counter, Workload, WorkloadSettings, map};
+use super::{Counter, Descriptor, Unit, Workload, WorkloadSettings, descriptor, map, pages};
 
 /// will-it-scale's MEMORYSIZE.
 pub const MEMORY_BYTES: usize = 1 << 20;
+
+/// Two faults per page (the write, then the read of the zapped page): counted as one
+/// operation each, as will-it-scale counts.
+pub static TLB_FLUSH2: Descriptor = Descriptor {
+    pages_per_iteration: |s| pages(MEMORY_BYTES as u64, s),
+    ..descriptor(
+        "tlb_flush2",
+        Unit::Operations,
+        "will-it-scale tlb_flush2: write a page, MADV_DONTNEED it, read it back, per page of 1 MiB; counted per page",
+        |_| MEMORY_BYTES as u64,
+        |s, _| Box::new(TlbFlush::new(s)),
+    )
+};
 
 pub struct TlbFlush {
     page_size: usize,

@@ -2,7 +2,22 @@
 //! `usemem -m SIZE` in the 2004 rmap trylock measurements. Under a limited profile whose limit
 //! is below --size this drives memcg reclaim (and, without swap, the OOM killer).
 
-use super::{Counter, Workload, WorkloadSettings, anon::Anon};
+use super::{
+    Counter, Descriptor, Exactness, PerIteration, Unit, Workload, WorkloadSettings, anon::Anon, descriptor, pages,
+};
+
+pub static USEMEM: Descriptor = Descriptor {
+    per_iteration: PerIteration::SizePages,
+    exact: Exactness::WithoutThp,
+    pages_per_iteration: |s| pages(s.size_bytes, s),
+    ..descriptor(
+        "usemem",
+        Unit::Faults,
+        "allocate and touch --size bytes per iteration, like usemem -m; drives reclaim under a limit",
+        |s| s.size_bytes,
+        |s, _| Box::new(Usemem::new(s)),
+    )
+};
 
 pub struct Usemem(Anon);
 

@@ -10,8 +10,26 @@
 //! Counted per page read (the unit `pages`): fault-around may map several cached pages in one
 //! fault, so the kernel's fault count, beside it, is lower where pages survive an iteration.
 
-use super::{Counter, Workload, WorkloadSettings, fresh_file, map};
+use super::{Counter, Descriptor, Unit, Workload, WorkloadSettings, descriptor, fresh_file, map, pages};
 use std::os::fd::AsRawFd;
+
+pub static USEMEM_FILE: Descriptor = Descriptor {
+    // Fault-around may map several counted pages in one fault.
+    tmpdir: Some("/tmp"),
+    // Page cache on tmpfs is swap-backed: its point, reclaim without swap, is lost there.
+    wants_reclaimable_files: true,
+    parked_bytes: |s| s.size_bytes,
+    // A sparse file's hole read takes no block but on tmpfs.
+    file_bytes: |s, on_tmpfs| if on_tmpfs { s.size_bytes } else { 0 },
+    pages_per_iteration: |s| pages(s.size_bytes, s),
+    ..descriptor(
+        "usemem-file",
+        Unit::Pages,
+        "usemem -f: map a sparse per-worker file of --size shared, read a word per page; counted per page. Above a limit the clean page cache is reclaimed through rmap, no swap needed",
+        |s| s.size_bytes,
+        |s, i| Box::new(UsememFile::new(s, i)),
+    )
+};
 
 pub struct UsememFile {
     path: std::path::PathBuf,

@@ -67,11 +67,19 @@ pub fn expected_stats(doc: &Value) -> BTreeMap<String, (f64, f64)> {
         put(format!("{prefix}cost_ratio_high%"), &o["high"], 100.0, 0.005);
     };
     let is_baseline = |s: &&Value| s["placement"] == "root" || s["placement"] == "base";
+    // The headline (the first placement asked for at the largest task count) and the
+    // control there: their cost ratios are given once, unprefixed.
+    let largest = summaries.iter().filter_map(|s| s["tasks"].as_u64()).max();
+    let at_largest: Vec<&Value> = summaries.iter().filter(|s| s["tasks"].as_u64() == largest).collect();
+    let headline = at_largest.iter().copied().find(|s| !is_baseline(s) && s["placement"] != "control");
+    let control = at_largest.iter().copied().find(|s| s["placement"] == "control");
+    let given_unprefixed = |s: &Value| [headline, control].into_iter().flatten().any(|h| std::ptr::eq(h, s));
+    // The baseline is keyed `base` wherever run put it below the root, so that compare lines
+    // up two machines' runs; `root` where the job asked for the root (run's base_option).
+    let baseline_key = if doc["base_option"] == "root" { "root" } else { "base" };
     for s in summaries {
-        // The baseline is keyed `base` wherever faultscale built it (the root or below), so
-        // that compare lines up two machines' runs.
         let name: String = if is_baseline(&s) {
-            "base".into()
+            baseline_key.into()
         } else {
             s["placement"]
                 .as_str()
@@ -84,17 +92,15 @@ pub fn expected_stats(doc: &Value) -> BTreeMap<String, (f64, f64)> {
         let prefix = format!("{}.{name}", s["tasks"]);
         put(format!("{prefix}.cpu_ns_per_fault"), &s["cpu_ns_per_fault"], 1.0, 0.05);
         put(format!("{prefix}.faults_per_sec"), &s["faults_per_sec"]["mean"], 1.0, 0.5);
-        overhead(&mut put, &format!("{prefix}."), &s["overhead_vs_baseline"]);
+        if !given_unprefixed(s) {
+            overhead(&mut put, &format!("{prefix}."), &s["overhead_vs_baseline"]);
+        }
         put(format!("{prefix}.memcg_ns_per_fault"), &s["memcg"]["ns_per_fault"], 1.0, 0.05);
     }
-    // The headline: the first placement asked for at the largest task count; the control's
-    // interval beside it.
-    let largest = summaries.iter().filter_map(|s| s["tasks"].as_u64()).max();
-    let at_largest: Vec<&Value> = summaries.iter().filter(|s| s["tasks"].as_u64() == largest).collect();
-    if let Some(head) = at_largest.iter().find(|s| !is_baseline(s) && s["placement"] != "control") {
+    if let Some(head) = headline {
         overhead(&mut put, "", &head["overhead_vs_baseline"]);
     }
-    if let Some(control) = at_largest.iter().find(|s| s["placement"] == "control") {
+    if let Some(control) = control {
         overhead(&mut put, "control_", &control["overhead_vs_baseline"]);
     }
     let baseline: Vec<&Value> = summaries.iter().filter(is_baseline).collect();
