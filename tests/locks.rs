@@ -22,7 +22,7 @@ fn main() {
         ),
         root_trial(
             "a_run_without_permission_goes_on_and_says_why",
-            setpriv_missing(),
+            setpriv_missing().or_else(perf_events_missing),
             a_run_without_permission_goes_on_and_says_why,
         ),
     ])
