@@ -361,7 +361,7 @@ fn cpus(args: &RunArgs, allowed_cpus: &[usize]) -> Result<Vec<usize>> {
     if cpus.is_empty() {
         bail!("no CPU to run on: the allowed set is empty");
     }
-    Ok(crate::run::topology::order(&cpus, args.cpu_order.into(), Path::new("/sys/devices/system/cpu")))
+    Ok(crate::run::topology::order(&cpus, args.cpu_order.into(), Path::new(crate::measure::machine::SYSFS_CPU)))
 }
 
 /// siblings:N spreads the workers' processes over N cgroups: it needs processes, and at least

@@ -315,19 +315,11 @@ fn measure_all(
         note_notices(report, notices);
         let (round, tasks) = (slice.round, slice.tasks);
         match measured {
-            Ok(run) => {
+            Ok(result) => {
                 // Complete once every placement's slice of the round is in (mark_round_complete).
                 let (leaf, generation) = (leaf.clone(), generation + 1);
-                let m = Measurement {
-                    placement,
-                    leaf,
-                    tasks,
-                    round,
-                    generation,
-                    sequence,
-                    result: run,
-                    round_complete: false,
-                };
+                let m =
+                    Measurement { placement, leaf, tasks, round, generation, sequence, result, round_complete: false };
                 report.measurements.push(m);
                 mark_round_complete(report, round, tasks);
                 checkpoint(report);

@@ -9,9 +9,23 @@ use crate::text::read_line_or;
 /// One fact a line: name -> value, as `faultscale env` prints them and the JSON carries them.
 pub type Facts = BTreeMap<&'static str, String>;
 
+/// Where the CPUs' sysfs directories are.
+pub const SYSFS_CPU: &str = "/sys/devices/system/cpu";
+
+/// One of a CPU's topology files (`physical_package_id`, `core_id`, ...) under `sysfs_cpu`
+/// (SYSFS_CPU, or a test's copy), trimmed; None where it cannot be read.
+pub fn cpu_topology(sysfs_cpu: &std::path::Path, cpu: usize, file: &str) -> Option<String> {
+    std::fs::read_to_string(sysfs_cpu.join(format!("cpu{cpu}/topology/{file}"))).ok().map(|s| s.trim().to_string())
+}
+
+/// A CPU's frequency governor, or `none` where it has none.
+pub fn governor(cpu: usize) -> String {
+    read_line_or(format!("{SYSFS_CPU}/cpu{cpu}/cpufreq/scaling_governor"), "none")
+}
+
 /// Where each used CPU sits: `cpuN: package P core C siblings S`.
 fn topology(cpus: &[usize]) -> String {
-    let read = |cpu: usize, file: &str| read_line_or(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{file}"), "?");
+    let read = |cpu: usize, file: &str| cpu_topology(std::path::Path::new(SYSFS_CPU), cpu, file).unwrap_or("?".into());
     cpus.iter()
         .map(|&cpu| {
             format!(
@@ -144,15 +158,7 @@ fn hypervisor_signature() -> Option<String> {
 
 /// Every fact, for the CPUs a run uses.
 pub fn facts(cpus: &[usize]) -> Facts {
-    let governors: Vec<String> = cpus
-        .iter()
-        .map(|cpu| {
-            format!(
-                "cpu{cpu}={}",
-                read_line_or(format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"), "none")
-            )
-        })
-        .collect();
+    let governors: Vec<String> = cpus.iter().map(|cpu| format!("cpu{cpu}={}", governor(*cpu))).collect();
     Facts::from([
         ("topology", topology(cpus)),
         ("smt_active", read_line_or("/sys/devices/system/cpu/smt/active", "unknown")),

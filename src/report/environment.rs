@@ -90,7 +90,7 @@ impl Environment {
             Version::V2 => hierarchy.mount_options.clone(),
         };
         let first_cpu = cpus.first().copied().unwrap_or(0);
-        let governor = read_line_or(format!("/sys/devices/system/cpu/cpu{first_cpu}/cpufreq/scaling_governor"), "none");
+        let governor = crate::measure::machine::governor(first_cpu);
         let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|text| {

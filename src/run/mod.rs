@@ -82,7 +82,7 @@ impl RealSlicer {
 impl Slicer for RealSlicer {
     fn set_up(&mut self, slice: &SliceSpec, warn: &mut dyn FnMut(Notice)) -> anyhow::Result<()> {
         let key = (slice.placement, slice.cpus.len());
-        // Fixed work runs a fresh crew per slice: each slice is one whole run.
+        // Fixed work runs a fresh crew per slice: each slice is one whole pass of the work.
         if self.spec.settings.fixed_iterations.is_none() && !self.crews.contains_key(&key) {
             let crew = self.new_crew(slice, warn)?;
             self.crews.insert(key, crew);

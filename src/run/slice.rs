@@ -6,7 +6,7 @@
 //! again and reads a snapshot (the workers' slots, the memcg's files, /proc/stat); its figures
 //! are `after.since(&before)` (snapshot.rs), each worker over its own window, wake to park.
 //! No fork and no warmup per slice, so slices can be short and interleave finely. Fixed work
-//! (--iterations) sets up a crew per slice: each slice is one whole run, release to last finish.
+//! (--iterations) sets up a crew per slice: each slice is one whole pass of the work, release to last finish.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -237,7 +237,7 @@ impl Crew {
     }
 
     /// One slice: a parked crew is let go for --duration / --slices, a fixed-work crew
-    /// released for its whole run; either is parked (or done) before its counters are read.
+    /// released for its whole pass; either is parked (or done) before its counters are read.
     pub fn measure(&mut self, spec: &RunSpec, progress: &mut dyn Progress) -> Result<SliceResult> {
         check_interrupt()?;
         take_paused();
@@ -280,9 +280,9 @@ impl Crew {
             settle_faults,
         };
         let facts = SliceFacts { asked_park_after_ns: stopped_ns - started_ns, ..self.facts(spec, &after) };
-        let run = figures(&facts, after.since(&before, &self.cpus), samples)?;
+        let figured = figures(&facts, after.since(&before, &self.cpus), samples)?;
         self.parked_at = Some(after);
-        Ok(SliceResult { profile, harness: Some(harness), locks, ..run })
+        Ok(SliceResult { profile, harness: Some(harness), locks, ..figured })
     }
 
     /// The unmeasured settling window before a timed slice: one iteration of each worker, and

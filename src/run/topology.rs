@@ -25,8 +25,8 @@ pub fn order(cpus: &[usize], order: CpuOrder, sysfs_cpu: &Path) -> Vec<usize> {
         return sorted;
     }
     let core_of = |cpu: usize| -> Option<(String, String)> {
-        let read = |file: &str| std::fs::read_to_string(sysfs_cpu.join(format!("cpu{cpu}/topology/{file}"))).ok();
-        Some((read("physical_package_id")?.trim().to_string(), read("core_id")?.trim().to_string()))
+        let read = |file: &str| crate::measure::machine::cpu_topology(sysfs_cpu, cpu, file);
+        Some((read("physical_package_id")?, read("core_id")?))
     };
     // Round r takes the r-th thread of every core, cores in the order of their first CPU.
     let mut seen: Vec<(Option<(String, String)>, usize)> = Vec::new();
