@@ -1471,8 +1471,12 @@ fn outside_sigconts_do_not_put_time_outside_a_slice_into_it() {
     let median = lengths[lengths.len() / 2];
     for row in slices.iter().filter(|r| r["counted"] == "true") {
         let length = number(row, "duration_s");
+        // A window ends at its worker's first iteration boundary after the slice's end: up to
+        // an iteration (256 pages of the 1 MiB chunk) past it, which a slow guest makes long.
+        let iterations = number(row, "faults") / number(row, "tasks") / 256.0;
+        let iteration_s = length / iterations.max(1.0);
         assert!(
-            length <= 1.5 * median,
+            length <= 1.5 * median + iteration_s,
             "{} slice {} counted at {length} s, median {median} s",
             row["placement"],
             row["slice"]
