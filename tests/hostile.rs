@@ -1473,10 +1473,12 @@ fn outside_sigconts_do_not_put_time_outside_a_slice_into_it() {
         let length = number(row, "duration_s");
         // A window ends at its worker's first iteration boundary after the slice's end: up to
         // an iteration (256 pages of the 1 MiB chunk) past it, which a slow guest makes long.
+        // And, as faultscale's own overrun rule allows, 50 ms of the harness's lateness (a
+        // user-mode-linux guest's single CPU shared with this test's signal storm).
         let iterations = number(row, "faults") / number(row, "tasks") / 256.0;
         let iteration_s = length / iterations.max(1.0);
         assert!(
-            length <= 1.5 * median + iteration_s,
+            length <= 1.5 * median + iteration_s + 0.05,
             "{} slice {} counted at {length} s, median {median} s",
             row["placement"],
             row["slice"]
