@@ -74,6 +74,13 @@ pub struct Slot {
     pub reading: Reading,
     message_len: AtomicU32,
     message: UnsafeCell<[u8; MESSAGE_BYTES]>,
+    /// The first slot on this worker's CPU (`Slots::share_settling`): its `settled_for_ns`
+    /// is the CPU's, for every worker there.
+    pub settle_slot: AtomicU32,
+    /// On a CPU's first slot: the settling window (its `Control::settle_until_ns`) in which a
+    /// worker on this CPU last completed an iteration. Written by the CPU's own workers only,
+    /// and after the hot fields' cache lines.
+    pub settled_for_ns: AtomicU64,
 }
 
 // SAFETY: `message` is written only by the slot's worker before it publishes STATE_FAILED
@@ -200,6 +207,17 @@ impl Slots {
         self.count
     }
 
+    /// Points each worker at the first slot on its CPU (`cpus[i]` is slot i's), whose
+    /// `settled_for_ns` the CPU's workers share: a settling window wants one iteration of a
+    /// CPU's workers, not of each (park.rs). Before fork.
+    pub fn share_settling(&self, cpus: &[usize]) {
+        let mut first_on: std::collections::HashMap<usize, usize> = Default::default();
+        for (index, &cpu) in cpus.iter().enumerate().take(self.count) {
+            let first = *first_on.entry(cpu).or_insert(index);
+            self.get(index).settle_slot.store(first as u32, Ordering::Relaxed);
+        }
+    }
+
     pub fn get(&self, index: usize) -> &Slot {
         assert!(index < self.count);
         // SAFETY: in bounds of the live mapping.
@@ -227,6 +245,14 @@ mod tests {
         let control = slots.control() as *const Control as usize;
         assert_eq!(slots.get(0) as *const Slot as usize - control, 128);
         assert_eq!(slots.get(2) as *const Slot as usize % 128, 0);
+    }
+
+    #[test]
+    fn workers_on_one_cpu_share_its_first_slot_for_settling() {
+        let slots = Slots::new(5).unwrap();
+        slots.share_settling(&[0, 1, 0, 1, 2]);
+        let shared: Vec<u32> = (0..5).map(|i| slots.get(i).settle_slot.load(Ordering::Relaxed)).collect();
+        assert_eq!(shared, [0, 1, 0, 1, 4]);
     }
 
     #[test]
