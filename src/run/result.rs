@@ -69,8 +69,8 @@ pub struct Sample {
 /// column names.)
 #[derive(Debug, Clone)]
 pub struct SliceResult {
-    /// The measured time: the mean of the workers' windows, each from its wake to its park
-    /// (fixed work: the first start to the last finish).
+    /// The measured time: the mean over the CPUs of the span of their workers' windows, each
+    /// from its wake to its park (fixed work: the first start to the last finish).
     pub elapsed_ns: u64,
     pub start_skew_ns: u64,
     pub workers: Vec<WorkerResult>,

@@ -499,12 +499,13 @@ pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> 
         facts.start_times.iter().zip(&facts.finish_times).map(|(start, end)| end.saturating_sub(*start)).collect();
     // Fixed work is timed as `time` timed the 2011 runs: first start to last finish, from the
     // workers' own clock stamps. A timed slice's workers each measured their own window, wake
-    // to park, which differ by up to an iteration: the slice's time is their mean, so the
-    // crew's rate is its faults over it, and neither the wake's nor the park's tail is in it.
+    // to park, which differ by up to an iteration: the slice's time is the mean over the CPUs
+    // of each CPU's windows, so the crew's rate is its faults over it, and neither the wake's
+    // nor the park's tail is in it.
     let elapsed_ns = match facts.fixed {
         true => (facts.finish_times.iter().max().copied().unwrap_or(0))
             .saturating_sub(facts.start_times.iter().min().copied().unwrap_or(0)),
-        false => spans.iter().sum::<u64>() / spans.len().max(1) as u64,
+        false => mean_cpu_span(&facts.cpus, &facts.start_times, &facts.finish_times),
     };
     let iterations: Vec<u64> = deltas.workers.iter().map(|w| w.iterations).collect();
     // Fixed work has no time to overrun: a pause (Ctrl-Z) is what makes it not comparable.
@@ -560,6 +561,22 @@ pub fn figures(facts: &SliceFacts, deltas: Deltas, mut samples: Vec<Sample>) -> 
         harness: None,
         locks: None,
     })
+}
+
+/// The mean over the CPUs of the span of their workers' windows, first wake to last park. One
+/// worker a CPU: the mean of the windows. Workers sharing a CPU take turns on it, their windows
+/// overlapping: the CPU ran the crew from the first one's wake to the last one's park (at 128 a
+/// CPU the parks spread over 30 ms, each finishing its iteration at its turn), and what they
+/// did in all of it is counted; the mean of their windows would leave half that spread out of
+/// the time and overstate the rate by it.
+fn mean_cpu_span(cpus: &[usize], starts: &[u64], finishes: &[u64]) -> u64 {
+    let mut per_cpu: std::collections::HashMap<usize, (u64, u64)> = Default::default();
+    for ((&cpu, &start), &finish) in cpus.iter().zip(starts).zip(finishes) {
+        let span = per_cpu.entry(cpu).or_insert((start, finish));
+        *span = (span.0.min(start), span.1.max(finish));
+    }
+    let total: u64 = per_cpu.values().map(|(start, finish)| finish.saturating_sub(*start)).sum();
+    total / per_cpu.len().max(1) as u64
 }
 
 /// A CPU's steal divided among the workers placed on it, by their time on it (steal takes time
@@ -711,9 +728,10 @@ mod tests {
 
     #[test]
     fn a_timed_slice_is_the_mean_of_the_workers_own_windows() {
-        // Parked at their own iteration boundaries: 90, 100 and 110 ms from their own wakes,
-        // the last woken 1 ms late (the wake's tail is no one's window).
+        // One worker a CPU, parked at their own iteration boundaries: 90, 100 and 110 ms from
+        // their own wakes, the last woken 1 ms late (the wake's tail is no one's window).
         let mut own = facts(false);
+        own.cpus = vec![0, 1, 2];
         own.start_times = vec![1_000_000_000, 1_000_000_000, 1_001_000_000];
         own.finish_times = vec![1_090_000_000, 1_100_000_000, 1_111_000_000];
         let run = figures(&own, deltas(), Vec::new()).unwrap();
@@ -723,7 +741,18 @@ mod tests {
         // not on its CPU (10 ms) is blocked time; worker 0's 90 ms window is not short by 10.
         assert!((run.workers[2].cpu_share - 100.0 / 110.0).abs() < 1e-9);
         assert_eq!(run.workers[2].blocked_ns(run.elapsed_ns), Some(10_000_000));
-        assert_eq!(run.workers[0].blocked_ns(run.elapsed_ns), Some(90_000_000 - 30_000_000 - 3_000));
+        assert_eq!(run.workers[0].blocked_ns(run.elapsed_ns), Some(90_000_000 - 30_000_000 - 4_000));
+    }
+
+    #[test]
+    fn workers_sharing_a_cpu_count_its_span_first_wake_to_last_park() {
+        // CPU 0: two workers, parked 100 and 130 ms after their wake (the second waited its turn
+        // to finish its iteration); CPU 1: one, 100 ms. The CPUs ran the crew 130 and 100 ms.
+        let mut shared = facts(false);
+        shared.finish_times = vec![1_100_000_000, 1_130_000_000, 1_100_000_000];
+        let run = figures(&shared, deltas(), Vec::new()).unwrap();
+        assert_eq!(run.elapsed_ns, 115_000_000, "not the windows' mean, 110 ms");
+        assert_eq!(run.workers[1].span_ns, 130_000_000, "each worker's own window stays its own");
     }
 
     #[test]
