@@ -203,12 +203,12 @@ fn descriptors_the_run_inherits_count_against_its_limit() {
     assert!(stderr.contains("it was started with") && !stderr.contains("Too many open files"), "{stderr}");
 }
 
-/// The settling window before a slice runs one iteration on each CPU, not one of each worker
-/// (128 workers a CPU settling one each took 36 ms of every 417 ms slice), and none where ABBA
-/// repeats a placement at a round's turn: the crew's own last slice left its state there.
+/// The settling window before each slice runs one iteration on each CPU, not one of each
+/// worker (128 workers a CPU settling one each took 36 ms of every 417 ms slice), also where
+/// ABBA repeats a placement at a round's turn: every measured window starts alike.
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
-fn settling_takes_an_iteration_a_cpu_and_none_where_a_crew_runs_twice_in_a_row() {
+fn settling_takes_an_iteration_a_cpu_before_every_slice() {
     let (_guard, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -219,28 +219,17 @@ fn settling_takes_an_iteration_a_cpu_and_none_where_a_crew_runs_twice_in_a_row()
     let (pid, output) = run_clean(&base, &args);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let slices: Vec<(String, u64)> = doc["measurements"]
+    let mut settled: Vec<u64> = doc["measurements"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| {
-            (m["placement"].as_str().unwrap().to_string(), m["result"]["harness"]["settle_faults"].as_u64().unwrap())
-        })
+        .map(|m| m["result"]["harness"]["settle_faults"].as_u64().unwrap())
         .collect();
-    assert_eq!(slices.len(), 20, "{slices:?}");
+    assert_eq!(settled.len(), 20, "{settled:?}");
     let pages = 256; // the default 1 MiB chunk, 4 KiB pages
-    let mut settled = Vec::new();
-    for (index, (placement, faults)) in slices.iter().enumerate() {
-        match index > 0 && slices[index - 1].0 == *placement {
-            true => assert_eq!(*faults, 0, "slice {index} repeats the crew before it: {slices:?}"),
-            false => {
-                assert!(*faults >= pages, "slice {index} settled with less than an iteration: {slices:?}");
-                settled.push(*faults);
-            }
-        }
-    }
+    assert!(settled.iter().all(|&faults| faults >= pages), "a slice settled with less than an iteration: {settled:?}");
     settled.sort_unstable();
     let median = settled[settled.len() / 2];
-    assert!(median < 4 * pages, "the 4 workers on CPU 0 each settled an iteration: {slices:?}");
+    assert!(median < 4 * pages, "the 4 workers on CPU 0 each settled an iteration: {settled:?}");
     assert_nothing_left(&base, pid);
 }

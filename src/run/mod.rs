@@ -61,20 +61,11 @@ pub struct RealSlicer {
     /// Each crew key's first worker number: a crew set up again after a failure reuses it,
     /// so its files replace the failed crew's (a fresh number per retry filled a tmpfs).
     numbers: std::collections::HashMap<(usize, usize), usize>,
-    /// The crew that last ran on the CPUs (a slice, or its warmup as it was set up).
-    ran_last: Option<(usize, usize)>,
 }
 
 impl RealSlicer {
     pub fn new(spec: RunSpec, hierarchy: Hierarchy) -> Self {
-        RealSlicer {
-            spec,
-            hierarchy,
-            crews: Default::default(),
-            next_worker: 0,
-            numbers: Default::default(),
-            ran_last: None,
-        }
+        RealSlicer { spec, hierarchy, crews: Default::default(), next_worker: 0, numbers: Default::default() }
     }
 
     fn new_crew(&mut self, slice: &SliceSpec, warn: &mut dyn FnMut(Notice)) -> anyhow::Result<slice::Crew> {
@@ -93,10 +84,8 @@ impl Slicer for RealSlicer {
         let key = (slice.placement, slice.cpus.len());
         // Fixed work runs a fresh crew per slice: each slice is one whole pass of the work.
         if self.spec.settings.fixed_iterations.is_none() && !self.crews.contains_key(&key) {
-            self.ran_last = None;
             let crew = self.new_crew(slice, warn)?;
             self.crews.insert(key, crew);
-            self.ran_last = Some(key);
         }
         Ok(())
     }
@@ -108,14 +97,12 @@ impl Slicer for RealSlicer {
         progress: &mut dyn Progress,
     ) -> anyhow::Result<SliceResult> {
         if self.spec.settings.fixed_iterations.is_some() {
-            return self.new_crew(slice, warn)?.measure(&self.spec, progress, false);
+            return self.new_crew(slice, warn)?.measure(&self.spec, progress);
         }
         self.set_up(slice, warn)?;
         let key = (slice.placement, slice.cpus.len());
-        let ran_last = self.ran_last.replace(key) == Some(key);
-        let measured = self.crews.get_mut(&key).expect("set up above").measure(&self.spec, progress, ran_last);
+        let measured = self.crews.get_mut(&key).expect("set up above").measure(&self.spec, progress);
         if measured.is_err() {
-            self.ran_last = None;
             // A crew whose slice failed (a worker died, a counter failed) is not trusted again:
             // the next slice of this placement sets up a new one.
             self.crews.remove(&key);
@@ -126,7 +113,6 @@ impl Slicer for RealSlicer {
     fn retire(&mut self) {
         // Each crew's Workers kills and reaps its processes as it drops.
         self.crews.clear();
-        self.ran_last = None;
     }
 
     fn oom_kills(&self, leaf: &Leaf) -> u64 {

@@ -106,8 +106,7 @@ pub struct HarnessTimes {
     pub park_ns: u64,
     pub snapshot_ns: u64,
     /// The unmeasured settling window before the slice: the workers' time on their CPUs and
-    /// the faults they took in it (0 where none ran: fixed work, or the crew's own slice
-    /// came before).
+    /// the faults they took in it (0 for fixed work, which has none).
     pub settle_on_cpu_ns: u64,
     pub settle_faults: u64,
 }

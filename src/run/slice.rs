@@ -38,12 +38,13 @@ use crate::workload;
 /// workers may be using, so not too often.
 const DONE_POLL_NS: u64 = 5_000_000;
 
-/// A time-based slice that follows another crew's on its CPUs is first preceded by one whole
-/// iteration on each CPU and at least this long, unmeasured (`park::settle`): the crew that ran
-/// there before left its caches and the per-CPU memcg charge cache, so every measured window
-/// starts from its own crew's state, also where an iteration is a single operation
-/// (mmap-file, fallocate). Where ABBA repeats a placement at a round's turn, the crew's own
-/// last slice left that state, and no settling window runs. What the settling costs per fault, against the
+/// Each time-based slice is first preceded by one whole iteration on each CPU and at least
+/// this long, unmeasured (`park::settle`): the crew that ran on the CPUs before was another
+/// (its caches, the per-CPU memcg charge cache) except where ABBA repeats a placement at a
+/// round's turn, so every measured window starts after the same settling, also where an
+/// iteration is a single operation (mmap-file, fallocate). Settling only where another crew
+/// ran would give the turn's repeated slices (the first and last placements' only) a start of
+/// their own. What the settling costs per fault, against the
 /// measured window, is the switch's cost (`HarnessTimes::settle_*`, scripts/bench-noise).
 const SETTLE_NS: u64 = 500_000;
 
@@ -240,20 +241,16 @@ impl Crew {
 
     /// One slice: a parked crew is let go for --duration / --slices, a fixed-work crew
     /// released for its whole pass; either is parked (or done) before its counters are read.
-    /// `ran_last`: no other crew ran on the CPUs since this one parked (ABBA's turn repeats a
-    /// placement; a crew just set up warmed there): its CPUs hold its own state, as after a
-    /// settling window, so none is run.
-    pub fn measure(&mut self, spec: &RunSpec, progress: &mut dyn Progress, ran_last: bool) -> Result<SliceResult> {
+    pub fn measure(&mut self, spec: &RunSpec, progress: &mut dyn Progress) -> Result<SliceResult> {
         check_interrupt()?;
         take_paused();
         if let Some(dead) = self.workers.find_dead() {
             return Err(self.workers.died(&self.slots, dead).into());
         }
         let fixed = spec.settings.fixed_iterations.is_some();
-        let (settle_on_cpu_ns, settle_faults, before) = match (fixed, ran_last, self.parked_at.take()) {
-            (true, ..) => (0, 0, self.snapshot()?),
-            (false, true, Some(parked)) => (0, 0, parked),
-            (false, _, parked) => self.settle(parked)?,
+        let (settle_on_cpu_ns, settle_faults, before) = match fixed {
+            true => (0, 0, self.snapshot()?),
+            false => self.settle()?,
         };
         self.enable_sampling()?;
         let asked_ns = monotonic_ns();
@@ -295,8 +292,8 @@ impl Crew {
     /// more until SETTLE_NS after the wake;
     /// returns what its workers spent on their CPUs and the faults they took
     /// there, and the snapshot the measured window starts from.
-    fn settle(&mut self, parked: Option<Snapshot>) -> Result<(u64, u64, Snapshot)> {
-        let parked = match parked {
+    fn settle(&mut self) -> Result<(u64, u64, Snapshot)> {
+        let parked = match self.parked_at.take() {
             Some(parked) => parked,
             None => self.snapshot()?,
         };
