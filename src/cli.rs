@@ -217,7 +217,10 @@ pub struct RunArgs {
     /// Count every worker's lock contentions while slices are measured (the kernel's
     /// lock:contention_begin/end tracepoints, Linux 5.19 and later): contentions per 1,000
     /// operations and wait ns per operation against the baseline, and the callers that
-    /// contended. Where the events cannot be opened the run goes on without lock figures
+    /// contended. Where the events cannot be opened the run goes on without lock figures. Each
+    /// contention's records cost microseconds, partly while the lock is held (3% a fault where
+    /// two anon workers share a memcg's lruvec lock): take the rates to compare from a run
+    /// without it
     #[arg(long)]
     pub locks: bool,
 
