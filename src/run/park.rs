@@ -55,12 +55,12 @@ pub struct WorkerParker<'a> {
     /// reads and figures the slice. Left out of the wait it publishes.
     parked_wait_ns: Cell<u64>,
     settle_until_ns: &'a AtomicU64,
-    /// Its CPU's: the settling window in which a worker on it last completed an iteration.
-    cpu_settled_for_ns: &'a AtomicU64,
-    /// Woken for a settling window, and its CPU not yet through an iteration in it.
-    owes_iteration: Cell<bool>,
-    /// Running the iteration its CPU owed: at its end the CPU is settled.
-    settling_cpu: Cell<bool>,
+    /// Its CPU's: the last settling window a worker on it claimed to settle the CPU.
+    cpu_settler_for_ns: &'a AtomicU64,
+    /// Woken for a settling window and not yet through its first boundary since.
+    woken_to_settle: Cell<bool>,
+    /// It settles its CPU in the current settling window: one iteration, and more until its end.
+    settler: Cell<bool>,
     /// The settling window's end: it parks at no boundary before it.
     settles_until_ns: Cell<u64>,
 }
@@ -80,9 +80,9 @@ impl<'a> WorkerParker<'a> {
             waited_ns: Cell::new(None),
             parked_wait_ns: Cell::new(0),
             settle_until_ns: &slots.control().settle_until_ns,
-            cpu_settled_for_ns: &slots.get(cpu_first_slot).settled_for_ns,
-            owes_iteration: Cell::new(false),
-            settling_cpu: Cell::new(false),
+            cpu_settler_for_ns: &slots.get(cpu_first_slot).settler_for_ns,
+            woken_to_settle: Cell::new(false),
+            settler: Cell::new(false),
             settles_until_ns: Cell::new(0),
         })
     }
@@ -123,21 +123,28 @@ impl<'a> WorkerParker<'a> {
     /// At an iteration boundary with the command odd: reads itself, counts itself parked and
     /// sleeps until the command is even. Woken into a new odd command without having run (its
     /// CPU went to others for the whole window), it reads itself again, an empty window; unless
-    /// the wake asked for a settling window: one iteration on its CPU, and more until its end.
-    /// One iteration a CPU, not a worker: after the first, the CPU's caches and its memcg
-    /// charge cache are its crew's, as they are at any turn of a worker sharing it (128 a CPU
-    /// settling one each took 36 ms of every 417 ms slice).
+    /// the wake asked for a settling window and it is the first of its CPU's workers to claim
+    /// it: one iteration, and more until the window's end; the CPU's other workers park again
+    /// at their turn. One iteration a CPU, not a worker: after it the CPU's caches and its memcg
+    /// charge cache are its crew's, as at any turn of a worker sharing the CPU (128 a CPU
+    /// settling one each took 36 ms of every 417 ms slice). A claim, not a check of a finished
+    /// iteration: where iterations outlast the scheduler's turns (a user-mode-linux guest), every
+    /// worker had begun its own before the first one ended.
     pub fn park(&self) {
         loop {
             let command = self.command.load(Ordering::Acquire);
             let window_ns = self.settles_until_ns.get();
-            if self.settling_cpu.replace(false) {
-                self.cpu_settled_for_ns.store(window_ns, Ordering::Relaxed);
+            if self.woken_to_settle.replace(false)
+                && self.cpu_settler_for_ns.fetch_max(window_ns, Ordering::Relaxed) < window_ns
+            {
+                self.settler.set(true);
+                return;
             }
-            let owes = self.owes_iteration.get() && self.cpu_settled_for_ns.load(Ordering::Relaxed) != window_ns;
-            if command & 1 == 0 || owes || monotonic_ns() < window_ns {
-                self.owes_iteration.set(false);
-                self.settling_cpu.set(owes);
+            if self.settler.get() && monotonic_ns() < window_ns {
+                return;
+            }
+            self.settler.set(false);
+            if command & 1 == 0 {
                 return;
             }
             if self.slot.parked_for.load(Ordering::Relaxed) != command {
@@ -151,7 +158,7 @@ impl<'a> WorkerParker<'a> {
             futex_wait(self.command, command, None);
             self.resumed_ns.set(self.woken_ns());
             let settle_until_ns = self.settle_until_ns.load(Ordering::Acquire);
-            self.owes_iteration.set(settle_until_ns > 0);
+            self.woken_to_settle.set(settle_until_ns > 0);
             self.settles_until_ns.set(settle_until_ns);
         }
     }

@@ -74,13 +74,13 @@ pub struct Slot {
     pub reading: Reading,
     message_len: AtomicU32,
     message: UnsafeCell<[u8; MESSAGE_BYTES]>,
-    /// The first slot on this worker's CPU (`Slots::share_settling`): its `settled_for_ns`
+    /// The first slot on this worker's CPU (`Slots::share_settling`): its `settler_for_ns`
     /// is the CPU's, for every worker there.
     pub settle_slot: AtomicU32,
-    /// On a CPU's first slot: the settling window (its `Control::settle_until_ns`) in which a
-    /// worker on this CPU last completed an iteration. Written by the CPU's own workers only,
+    /// On a CPU's first slot: the last settling window (its `Control::settle_until_ns`) a
+    /// worker on this CPU claimed to settle the CPU in. Written by the CPU's own workers only,
     /// and after the hot fields' cache lines.
-    pub settled_for_ns: AtomicU64,
+    pub settler_for_ns: AtomicU64,
 }
 
 // SAFETY: `message` is written only by the slot's worker before it publishes STATE_FAILED
@@ -208,7 +208,7 @@ impl Slots {
     }
 
     /// Points each worker at the first slot on its CPU (`cpus[i]` is slot i's), whose
-    /// `settled_for_ns` the CPU's workers share: a settling window wants one iteration of a
+    /// `settler_for_ns` the CPU's workers share: a settling window wants one iteration of a
     /// CPU's workers, not of each (park.rs). Before fork.
     pub fn share_settling(&self, cpus: &[usize]) {
         let mut first_on: std::collections::HashMap<usize, usize> = Default::default();
