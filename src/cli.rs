@@ -133,7 +133,7 @@ pub struct RunArgs {
     pub generations: String,
 
     /// Seconds each placement's workers run once, after they are made and before their first
-    /// slice, discarded (later generations: at most 0.02 s)
+    /// slice, discarded (later generations: none)
     #[arg(long, default_value = "0.1", value_name = "SECS", allow_hyphen_values = true)]
     pub warmup: String,
 

@@ -1,5 +1,6 @@
-//! One function per subcommand: each ties the layers below together and answers its
-//! `Outcome`, which main.rs turns into the exit code.
+//! One function per subcommand (but `man` and `completions`, which main.rs writes from clap's
+//! command): each ties the layers below together and answers its `Outcome`, which main.rs
+//! turns into the exit code.
 
 use std::path::Path;
 

@@ -1107,7 +1107,7 @@ mod tests {
         let first = "1-a,anon,process,2,base,,5,,3\n";
         let file = RunFile::from_csv("x.csv".into(), &format!("{header}{first}")).unwrap();
         assert_eq!((file.run_id.as_deref(), file.base_depth), (Some("1-a"), Some(3)));
-        // Two runs' rows would be pooled as one run's sample.
+        // Two runs' rows would be pooled as one run's.
         let err = RunFile::from_csv("x.csv".into(), &format!("{header}{first}2-b,anon,process,2,base,,6,,3\n"));
         let err = err.unwrap_err();
         assert!(is_mixed(&err), "{err}");

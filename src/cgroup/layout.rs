@@ -1,7 +1,7 @@
 //! Which cgroup hierarchies this process sees, from /proc/self/mountinfo and /proc/self/cgroup.
 //!
-//! Parsing is pure (text in, values out) so every layout can be tested from samples; `detect`
-//! is the one place that reads the live files.
+//! Parsing is pure (text in, values out) so every layout can be tested from example texts;
+//! `detect` is the one place that reads the live files.
 
 use std::fmt;
 use std::fs;

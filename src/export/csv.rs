@@ -253,9 +253,9 @@ pub fn write_rows<T: serde::Serialize + Default>(out: &mut dyn Write, rows: &[T]
     if !rows.is_empty() {
         return write(out, rows);
     }
-    let mut sample = Vec::new();
-    write(&mut sample, &[T::default()])?;
-    let header = sample.split(|&b| b == b'\n').next().unwrap_or_default();
+    let mut one_row = Vec::new();
+    write(&mut one_row, &[T::default()])?;
+    let header = one_row.split(|&b| b == b'\n').next().unwrap_or_default();
     out.write_all(header)?;
     out.write_all(b"\n")?;
     Ok(())

@@ -420,7 +420,7 @@ fn over_units(units: usize) -> String {
     }
 }
 
-/// siblings:N: the overhead of one child cgroup over the same tasks spread across siblings.
+/// siblings:N: its CPU ns per fault over one child cgroup's, the same tasks at the same depth.
 fn siblings_lines(out: &mut dyn Write, summaries: &[PlacementSummary], sweep: bool) -> Result<()> {
     for summary in summaries {
         let Some(interval) = summary.siblings_vs_child else { continue };

@@ -393,7 +393,7 @@ pub struct PlacementSummary<'a> {
     /// the mean over its slices; None where on-CPU times were not read.
     pub on_cpu_s: Option<f64>,
     /// The system share of that time, from /proc's user and system times summed over every
-    /// slice of the placement: the kernel samples them in clock ticks, so one worker's few ms
+    /// slice of the placement: the kernel counts them in clock ticks, so one worker's few ms
     /// of a slice read 0 or a tick, and only a span of many ticks splits them truly.
     pub sys_share: Option<f64>,
     /// Rate over (the smallest task count's rate x tasks / that count); None without a sweep.
