@@ -12,7 +12,7 @@ use crate::results::{FileState, Key, RunFile};
 use crate::stats::{self, Estimate, Placed, summarize, values};
 
 /// Whether a change is significant; written `yes`, `no` and `?` in compare's CSV.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub enum Significance {
     #[serde(rename = "yes")]
     Yes,
@@ -21,11 +21,12 @@ pub enum Significance {
     /// A side cannot say what its next run would give: one run of one cgroup instance (a run
     /// too short for crew generations), or no spread to test against.
     #[serde(rename = "?")]
+    #[default]
     Untested,
 }
 
 /// One line of a comparison.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Change {
     pub workload: String,
     pub mode: String,
@@ -73,6 +74,46 @@ pub struct Change {
     /// smallest count); None elsewhere.
     pub base_scalability: Option<f64>,
     pub new_scalability: Option<f64>,
+    /// --locks, where every file of both sides has lock figures for the row: each side's lock
+    /// wait ns per operation (the loop's units; each run's mean over its cgroup instances, as
+    /// its table has it, the mean over a side's runs), and its change (new - base) with a 95%
+    /// interval and a Holm-adjusted p, tested like the memcg cost. None elsewhere: unknown,
+    /// never zero (`lock_notes` says why).
+    pub base_lock_wait_ns_per_op: Option<f64>,
+    pub new_lock_wait_ns_per_op: Option<f64>,
+    pub lock_wait_ns_per_op_change: Option<f64>,
+    pub lock_wait_ns_per_op_change_low: Option<f64>,
+    pub lock_wait_ns_per_op_change_high: Option<f64>,
+    pub lock_wait_p_holm: Option<f64>,
+    /// The same for the lock contentions per 1,000 operations.
+    pub base_lock_contentions_per_kop: Option<f64>,
+    pub new_lock_contentions_per_kop: Option<f64>,
+    pub lock_contentions_per_kop_change: Option<f64>,
+    pub lock_contentions_per_kop_change_low: Option<f64>,
+    pub lock_contentions_per_kop_change_high: Option<f64>,
+    pub lock_contentions_p_holm: Option<f64>,
+    /// --locks, JSON files: per caller among each run's top callers (`report::locks::
+    /// TOP_CALLERS`, both sides' together), the change of its lock wait ns per operation, the
+    /// largest wait first. Not in the CSV (a row per placement has no room for a list).
+    #[serde(skip)]
+    pub lock_callers: Vec<CallerChange>,
+    /// What an operation is for the row's workload (fault, loop, page, op), as the new file says.
+    #[serde(skip)]
+    pub unit: String,
+}
+
+/// --locks: one caller's lock wait ns per operation on each side, and its change: where the
+/// placement's change went. Its interval is shown; it is not tested (no p): it breaks down the
+/// placement's change, which is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallerChange {
+    /// As the run's table names it: `rwsem:W __mmap_region<-do_mmap`.
+    pub caller: String,
+    pub base_wait_ns_per_op: f64,
+    pub new_wait_ns_per_op: f64,
+    /// new - base with its 95% interval; None where a side cannot say what its next run
+    /// would give (one run of one cgroup instance).
+    pub change: Option<stats::RatioChange>,
 }
 
 /// The row's scalability in `file` if its task count is the largest of a sweep there: the
@@ -113,6 +154,15 @@ pub fn setting_differences(base: &RunFile, new: &RunFile) -> Vec<String> {
 /// One side of a comparison: one run, or several runs of one kernel.
 pub type Side = [RunFile];
 
+/// The values a side's runs hold for one row's figure: one list a run that has the row.
+fn runs_of<'a>(
+    side: &'a Side,
+    of: fn(&RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>>,
+    key: &Key,
+) -> Vec<&'a [Placed]> {
+    side.iter().filter_map(|file| of(file).get(key)).map(Vec::as_slice).collect()
+}
+
 /// What a side says of one row's figure: the estimate another run of it would scatter
 /// around, with the standard error that scatter has. From several runs, the runs' own means
 /// (the run is the unit); from one run, its units (`stats::unit_mean`), where it has two or
@@ -123,9 +173,13 @@ fn side_estimate(
     key: &Key,
     log: bool,
 ) -> Option<Estimate> {
-    let per_run: Vec<Vec<Placed>> = side
+    runs_estimate(&runs_of(side, of, key), log)
+}
+
+/// `side_estimate` from each run's values of the figure.
+fn runs_estimate(runs: &[&[Placed]], log: bool) -> Option<Estimate> {
+    let per_run: Vec<Vec<Placed>> = runs
         .iter()
-        .filter_map(|file| of(file).get(key))
         .map(|placed| {
             placed
                 .iter()
@@ -144,26 +198,41 @@ fn side_estimate(
     }
 }
 
+/// How a run's point figure is summed up from its slices, as the run's own table does.
+#[derive(Clone, Copy)]
+enum RunMean {
+    /// The mean over slices: a rate, a memcg cost.
+    Slices,
+    /// The run's own overhead (`overhead_interval`: the geometric mean over its units'
+    /// trimmed means, so unequal generations weigh as the run's table weighs them).
+    Overhead,
+    /// The mean of its units' trimmed means (`stats::unit_mean`): a lock figure.
+    Units,
+}
+
 /// A side's point figure for the table: the mean over its runs of each run's mean, None where
-/// no run has the row. A ratio's run mean is the run's own overhead (`overhead_interval`: the
-/// geometric mean over its units' trimmed means, so unequal generations weigh as the run's table weighs them);
-/// a rate's is the mean over slices, as the run's table has it.
+/// no run has the row (overheads averaged as logs).
 fn side_mean(
     side: &Side,
     of: fn(&RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>>,
     key: &Key,
-    geometric: bool,
+    how: RunMean,
 ) -> Option<f64> {
-    let runs: Vec<f64> = side
+    runs_mean(&runs_of(side, of, key), how)
+}
+
+/// `side_mean` from each run's values of the figure.
+fn runs_mean(runs: &[&[Placed]], how: RunMean) -> Option<f64> {
+    let means: Vec<f64> = runs
         .iter()
-        .filter_map(|file| of(file).get(key))
-        .filter_map(|placed| match geometric {
-            true => stats::overhead_interval(placed).map(|i| i.mean.ln()),
-            false => summarize(&values(placed)).map(|s| s.mean),
+        .filter_map(|placed| match how {
+            RunMean::Overhead => stats::overhead_interval(placed).map(|i| i.mean.ln()),
+            RunMean::Slices => summarize(&values(placed)).map(|s| s.mean),
+            RunMean::Units => stats::unit_mean(placed).map(|m| m.mean),
         })
         .collect();
-    let mean = summarize(&runs)?.mean;
-    Some(if geometric { mean.exp() } else { mean })
+    let mean = summarize(&means)?.mean;
+    Some(if matches!(how, RunMean::Overhead) { mean.exp() } else { mean })
 }
 
 /// b - a from the two sides' estimates; for logs, the change as a ratio.
@@ -189,9 +258,115 @@ fn overheads(file: &RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>> {
 fn memcg_ns(file: &RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>> {
     &file.memcg_ns
 }
+fn lock_waits(file: &RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>> {
+    &file.lock_waits
+}
+fn lock_contentions(file: &RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>> {
+    &file.lock_contentions
+}
+
+/// A figure's point value on each side (`side_mean`) and its change, new - base, with its
+/// 95% interval and raw p, tested as a difference: (base, new, change, low, high, p).
+type Differenced = (Option<f64>, Option<f64>, Option<f64>, Option<f64>, Option<f64>, Option<f64>);
+
+fn differenced(
+    base: &Side,
+    new: &Side,
+    of: fn(&RunFile) -> &std::collections::BTreeMap<Key, Vec<Placed>>,
+    key: &Key,
+    how: RunMean,
+) -> Differenced {
+    let change = side_change(side_estimate(base, of, key, false), side_estimate(new, of, key, false), false);
+    (
+        side_mean(base, of, key, how),
+        side_mean(new, of, key, how),
+        change.map(|c| c.change),
+        change.map(|c| c.low),
+        change.map(|c| c.high),
+        change.map(|c| c.p),
+    )
+}
+
+/// --profile: the memcg family's CPU ns per fault on both sides and its change (new - base),
+/// tested as the overhead is, but as a difference.
+fn fill_memcg(c: &mut Change, base: &Side, new: &Side, key: &Key) {
+    (
+        c.base_memcg_ns,
+        c.new_memcg_ns,
+        c.memcg_ns_change,
+        c.memcg_ns_change_low,
+        c.memcg_ns_change_high,
+        c.memcg_p_holm,
+    ) = differenced(base, new, memcg_ns, key, RunMean::Slices);
+}
+
+/// --locks: the row's lock figures on both sides, where every file of both has them for the
+/// row: each side's point figure (its runs' means over their cgroup instances, as their tables
+/// have them) and the change, estimated as the memcg cost is (a difference: a side's wait may
+/// be none), and per caller.
+fn fill_locks(c: &mut Change, base: &Side, new: &Side, key: &Key) {
+    if !base.iter().chain(new).all(|file| file.has_locks(key)) {
+        return;
+    }
+    (
+        c.base_lock_wait_ns_per_op,
+        c.new_lock_wait_ns_per_op,
+        c.lock_wait_ns_per_op_change,
+        c.lock_wait_ns_per_op_change_low,
+        c.lock_wait_ns_per_op_change_high,
+        c.lock_wait_p_holm,
+    ) = differenced(base, new, lock_waits, key, RunMean::Units);
+    (
+        c.base_lock_contentions_per_kop,
+        c.new_lock_contentions_per_kop,
+        c.lock_contentions_per_kop_change,
+        c.lock_contentions_per_kop_change_low,
+        c.lock_contentions_per_kop_change_high,
+        c.lock_contentions_p_holm,
+    ) = differenced(base, new, lock_contentions, key, RunMean::Units);
+    c.lock_callers = caller_changes(base, new, key);
+}
+
+/// The callers a run names first for a row: those with the longest lock wait over its
+/// slices, as its summary ranks them (`report::locks::TOP_CALLERS`), any wait at all.
+fn top_callers<'a>(file: &'a RunFile, key: &Key) -> impl Iterator<Item = &'a crate::results::LockCaller> {
+    let mut callers: Vec<_> = file.lock_callers.get(key).into_iter().flatten().filter(|(_, w)| w.wait_ns > 0).collect();
+    callers.sort_by(|(a, x), (b, y)| y.wait_ns.cmp(&x.wait_ns).then(a.cmp(b)));
+    callers.into_iter().take(crate::report::locks::TOP_CALLERS).map(|(caller, _)| caller)
+}
+
+/// --locks: per caller among the top callers of every run of both sides, its lock wait ns per
+/// operation on each side (0 in a slice it did not contend in) and the change, the largest
+/// wait first; none where a file names no callers (a CSV file: its callers are unknown, and
+/// would read as zero).
+fn caller_changes(base: &Side, new: &Side, key: &Key) -> Vec<CallerChange> {
+    if !base.iter().chain(new).all(|file| file.lock_callers.contains_key(key)) {
+        return Vec::new();
+    }
+    let named: std::collections::BTreeSet<&crate::results::LockCaller> =
+        base.iter().chain(new).flat_map(|file| top_callers(file, key)).collect();
+    let mut changes: Vec<CallerChange> = named
+        .into_iter()
+        .filter_map(|caller| {
+            let runs = |side: &Side| -> Vec<Vec<Placed>> { side.iter().map(|f| f.caller_waits(key, caller)).collect() };
+            let (base_waits, new_waits) = (runs(base), runs(new));
+            let base_runs: Vec<&[Placed]> = base_waits.iter().map(Vec::as_slice).collect();
+            let new_runs: Vec<&[Placed]> = new_waits.iter().map(Vec::as_slice).collect();
+            Some(CallerChange {
+                caller: caller.name(),
+                base_wait_ns_per_op: runs_mean(&base_runs, RunMean::Units)?,
+                new_wait_ns_per_op: runs_mean(&new_runs, RunMean::Units)?,
+                change: side_change(runs_estimate(&base_runs, false), runs_estimate(&new_runs, false), false),
+            })
+        })
+        .collect();
+    let most = |c: &CallerChange| c.base_wait_ns_per_op.max(c.new_wait_ns_per_op);
+    changes.sort_by(|a, b| most(b).total_cmp(&most(a)).then_with(|| a.caller.cmp(&b.caller)));
+    changes
+}
 
 /// The rows of `new` against `base`, matched by key. Every p of them (rates, overheads, memcg
-/// costs) is one family for Holm: the chance that any row of an A/A pair is called
+/// costs, lock waits and contentions) is one family for Holm: the chance that any row of an A/A pair is called
 /// significant stays at 5%.
 pub fn compare(base: &Side, new: &Side) -> Vec<Change> {
     let mut changes = Vec::new();
@@ -200,7 +375,9 @@ pub fn compare(base: &Side, new: &Side) -> Vec<Change> {
         if !first_new.rates.contains_key(key) {
             continue;
         }
-        let (Some(b), Some(n)) = (side_mean(base, rates, key, false), side_mean(new, rates, key, false)) else {
+        let (Some(b), Some(n)) =
+            (side_mean(base, rates, key, RunMean::Slices), side_mean(new, rates, key, RunMean::Slices))
+        else {
             continue;
         };
         // The CV over every slice of the side's runs, not its first run's alone.
@@ -214,7 +391,8 @@ pub fn compare(base: &Side, new: &Side) -> Vec<Change> {
         // times; else it is unknown (`differences` says which file lacks them), never a
         // throughput ratio put in its place.
         let from_cpu = base.iter().chain(new).all(|file| !file.without_cpu_cost.contains(key));
-        let overhead_mean = |side: &Side| side_mean(side, overheads, key, true).filter(|_| from_cpu).map(|m| 100.0 * m);
+        let overhead_mean =
+            |side: &Side| side_mean(side, overheads, key, RunMean::Overhead).filter(|_| from_cpu).map(|m| 100.0 * m);
         let estimate = |side: &Side| side_estimate(side, overheads, key, true).filter(|_| from_cpu);
         let change = side_change(estimate(base), estimate(new), true);
         // A rate carries the machine's speed, which drifts between runs beyond what one run's
@@ -225,8 +403,6 @@ pub fn compare(base: &Side, new: &Side) -> Vec<Change> {
             .then(|| side_change(side_estimate(base, rates, key, true), side_estimate(new, rates, key, true), true))
             .flatten();
         let percent = |ratio: f64| 100.0 * (ratio - 1.0);
-        let memcg =
-            side_change(side_estimate(base, memcg_ns, key, false), side_estimate(new, memcg_ns, key, false), false);
         changes.push(Change {
             workload: key.workload.clone(),
             mode: key.mode.clone(),
@@ -239,7 +415,6 @@ pub fn compare(base: &Side, new: &Side) -> Vec<Change> {
             base_mean: b,
             new_mean: n,
             change_pct: 100.0 * (n - b) / b,
-            significant: Significance::Untested,
             rate_p_holm: rate.map(|c| c.p),
             base_cv_pct: b_cv.measured(b_cv.cv_pct),
             new_cv_pct: n_cv.measured(n_cv.cv_pct),
@@ -249,18 +424,19 @@ pub fn compare(base: &Side, new: &Side) -> Vec<Change> {
             overhead_change_low_pct: change.map(|c| percent(c.low)),
             overhead_change_high_pct: change.map(|c| percent(c.high)),
             overhead_p_holm: change.map(|c| c.p),
-            base_memcg_ns: side_mean(base, memcg_ns, key, false),
-            new_memcg_ns: side_mean(new, memcg_ns, key, false),
-            memcg_ns_change: memcg.map(|c| c.change),
-            memcg_ns_change_low: memcg.map(|c| c.low),
-            memcg_ns_change_high: memcg.map(|c| c.high),
-            memcg_p_holm: memcg.map(|c| c.p),
             lkp_metric: lkp::per_task_metric(&key.mode),
             base_per_task_ops: lkp::per_task_ops(b, key.tasks as usize),
             new_per_task_ops: lkp::per_task_ops(n, key.tasks as usize),
             base_scalability: scalability(first_base, key),
             new_scalability: scalability(first_new, key),
+            unit: unit_of(first_new, key),
+            // The memcg cost and the lock figures: `fill_memcg`, `fill_locks`.
+            ..Change::default()
         });
+        if let Some(change) = changes.last_mut() {
+            fill_memcg(change, base, new, key);
+            fill_locks(change, base, new, key);
+        }
     }
     adjust(&mut changes);
     for change in &mut changes {
@@ -273,11 +449,23 @@ pub fn compare(base: &Side, new: &Side) -> Vec<Change> {
     changes
 }
 
-/// Replaces every p of the rows (rates, overheads, memcg costs) by its Holm adjustment over
-/// all of them together.
+/// What an operation of the row's workload is, in the singular (`fault`, `loop`, `page`,
+/// `op`): the file's `unit` less its plural; a file from before the column counts faults.
+fn unit_of(file: &RunFile, key: &Key) -> String {
+    let units = file.units.get(&key.workload).map_or("faults", String::as_str);
+    units.strip_suffix('s').unwrap_or(units).to_string()
+}
+
+/// Replaces every p of the rows (rates, overheads, memcg costs, lock waits and contentions)
+/// by its Holm adjustment over all of them together.
 fn adjust(changes: &mut [Change]) {
-    let families: [fn(&mut Change) -> &mut Option<f64>; 3] =
-        [|c| &mut c.rate_p_holm, |c| &mut c.overhead_p_holm, |c| &mut c.memcg_p_holm];
+    let families: [fn(&mut Change) -> &mut Option<f64>; 5] = [
+        |c| &mut c.rate_p_holm,
+        |c| &mut c.overhead_p_holm,
+        |c| &mut c.memcg_p_holm,
+        |c| &mut c.lock_wait_p_holm,
+        |c| &mut c.lock_contentions_p_holm,
+    ];
     let mut raw: Vec<(usize, usize, f64)> = Vec::new();
     for (row, change) in changes.iter_mut().enumerate() {
         for (family, p_of) in families.iter().enumerate() {
@@ -427,6 +615,7 @@ pub fn side_warnings(base: &Side, new: &Side) -> Vec<String> {
             ));
         }
     }
+    warnings.extend(lock_notes(base, new));
     if base.len() > 1 || new.len() > 1 {
         warnings.push(format!(
             "{} run(s) against {}: each run is one value, tested over the runs",
@@ -435,6 +624,42 @@ pub fn side_warnings(base: &Side, new: &Side) -> Vec<String> {
         ));
     }
     warnings
+}
+
+/// --locks: one line per file without lock figures where another file has them (lock waits
+/// are then compared nowhere, the rest as ever), or where its run asked for them and said why
+/// it got none: unknown, never zero. Files where none has lock figures nor asked: nothing.
+pub fn lock_notes(base: &Side, new: &Side) -> Vec<String> {
+    let mut files: Vec<&RunFile> = Vec::new();
+    for file in base.iter().chain(new) {
+        if !files.iter().any(|seen| seen.name == file.name) {
+            files.push(file);
+        }
+    }
+    let with: Vec<&str> = files.iter().filter(|f| !f.lock_waits.is_empty()).map(|f| f.name.as_str()).collect();
+    let mut notes = Vec::new();
+    for file in files.iter().filter(|f| f.lock_waits.is_empty()) {
+        let name = &file.name;
+        notes.push(match (&file.locks_absent, with.is_empty()) {
+            (Some(why), true) => format!("{name}: --locks gave that run no lock figures ({why}): unknown, not zero"),
+            (Some(why), false) => format!(
+                "{name}: --locks gave that run no lock figures ({why}): lock waits are not compared with {}'s; the rest is",
+                named(&with.iter().map(|w| w.to_string()).collect::<Vec<_>>())
+            ),
+            (None, false) => format!(
+                "{name} has no lock figures (a run without --locks, or from before it) where {} has: lock waits are not compared; the rest is",
+                named(&with.iter().map(|w| w.to_string()).collect::<Vec<_>>())
+            ),
+            (None, true) => continue,
+        });
+    }
+    for file in files.iter().filter(|f| !f.lock_waits.is_empty() && f.lock_callers.is_empty()) {
+        notes.push(format!(
+            "{}: a CSV file names no lock callers (the JSON does): lock waits are compared per placement only",
+            file.name
+        ));
+    }
+    notes
 }
 
 /// The cost of one memcg level on both sides, and its change with a 95% interval per workload,
@@ -845,5 +1070,152 @@ mod tests {
         let changes = compare(one(&file), one(&file));
         let row = changes.iter().find(|c| c.placement == "child").unwrap();
         assert!((row.base_overhead_pct.unwrap() - own).abs() < 1e-9, "{row:?}");
+    }
+
+    /// A run of six cgroup instances (one round each) with --locks, written as the JSON and
+    /// read back: the baseline waits 10 ns per fault, the child `child_wait` (each with a
+    /// round's jitter of +-4%), spread over `child_callers`; each worker on its CPU the whole
+    /// slice, so the overhead is known.
+    fn lock_file(name: &str, child_wait: f64, child_callers: Callers) -> RunFile {
+        use crate::report::fixture::{synthetic_report, with_locks};
+        let rates: Vec<(f64, f64)> = (0..6).map(|round| (100_000.0 + 500.0 * round as f64, 90_000.0)).collect();
+        let jitter = |round: u32| 1.0 + 0.02 * ((round * 7 % 5) as f64 - 2.0);
+        let mut report = with_locks(
+            synthetic_report(&rates),
+            |placement, round| jitter(round) * if placement == "child" { child_wait } else { 10.0 },
+            |placement, _| if placement == "child" { child_callers.to_vec() } else { SPIN.to_vec() },
+        );
+        report.env.run_id = name.into();
+        for worker in report.measurements.iter_mut().flat_map(|m| m.result.workers.iter_mut()) {
+            worker.on_cpu_ns = Some(2_000_000_000);
+        }
+        let mut json = Vec::new();
+        crate::export::json::write(&mut json, &report, false).unwrap();
+        RunFile::from_json(name.into(), std::str::from_utf8(&json).unwrap()).unwrap()
+    }
+
+    type Callers = &'static [(&'static str, &'static str, Option<&'static str>, f64)];
+    const SPIN: Callers = &[("spinlock", "try_to_wake_up", Some("swake_up_one"), 1.0)];
+    const MMAP: Callers = &[
+        ("rwsem:W", "__mmap_region", Some("do_mmap"), 0.75),
+        ("spinlock", "try_to_wake_up", Some("swake_up_one"), 0.25),
+    ];
+
+    #[test]
+    fn lock_waits_change_per_placement_and_per_caller() {
+        let (base, new) = (lock_file("a.json", 10.0, SPIN), lock_file("b.json", 50.0, MMAP));
+        let changes = compare(one(&base), one(&new));
+        let child = changes.iter().find(|c| c.placement == "child").unwrap();
+        // 10 -> 50 ns per fault, the jitter alike on both sides: +40 exactly, resolved.
+        assert!((child.base_lock_wait_ns_per_op.unwrap() - 10.0).abs() < 0.1, "{child:?}");
+        assert!((child.new_lock_wait_ns_per_op.unwrap() - 50.0).abs() < 0.5, "{child:?}");
+        assert!((child.lock_wait_ns_per_op_change.unwrap() - 40.0).abs() < 0.5, "{child:?}");
+        assert!(child.lock_wait_ns_per_op_change_low.unwrap() > 0.0 && child.lock_wait_p_holm.unwrap() < 0.05);
+        assert!(child.lock_contentions_per_kop_change.unwrap() > 0.0, "{child:?}");
+        assert_eq!(child.unit, "fault");
+        // The union of both files' callers: the rwsem only the new one names, at 75% of its
+        // wait; the spinlock at all of the old one's and a quarter of the new one's.
+        let callers: Vec<(&str, f64, f64)> = child
+            .lock_callers
+            .iter()
+            .map(|c| (c.caller.as_str(), c.base_wait_ns_per_op, c.new_wait_ns_per_op))
+            .collect();
+        assert_eq!(callers.len(), 2, "{callers:?}");
+        assert_eq!(callers[0].0, "rwsem:W __mmap_region<-do_mmap");
+        assert!(callers[0].1 == 0.0 && (callers[0].2 - 37.5).abs() < 0.5, "{callers:?}");
+        assert_eq!(callers[1].0, "spinlock try_to_wake_up<-swake_up_one");
+        assert!((callers[1].1 - 10.0).abs() < 0.1 && (callers[1].2 - 12.5).abs() < 0.2, "{callers:?}");
+        let rwsem = child.lock_callers[0].change.unwrap();
+        assert!(rwsem.low > 0.0 && (rwsem.change - 37.5).abs() < 0.5, "{rwsem:?}");
+        // The baseline's waits did not move: its change holds 0.
+        let baseline = &changes[0];
+        assert!(baseline.lock_wait_ns_per_op_change_low.unwrap() < 0.0, "{baseline:?}");
+        assert!(baseline.lock_wait_ns_per_op_change_high.unwrap() > 0.0, "{baseline:?}");
+        assert!(lock_notes(one(&base), one(&new)).is_empty());
+        // From a CSV file the figures per placement compare; its callers are unknown, not 0.
+        let mut csv = Vec::new();
+        let report = crate::report::fixture::with_locks(
+            crate::report::fixture::synthetic_report(&[(100_000.0, 90_000.0); 6]),
+            |_, _| 10.0,
+            |_, _| SPIN.to_vec(),
+        );
+        crate::export::csv::write_rows(&mut csv, &crate::export::csv::rows(&report, false)).unwrap();
+        let csv = RunFile::from_csv("c.csv".into(), std::str::from_utf8(&csv).unwrap()).unwrap();
+        let child = compare(one(&csv), one(&new)).into_iter().find(|c| c.placement == "child").unwrap();
+        assert!((child.lock_wait_ns_per_op_change.unwrap() - 40.0).abs() < 1.0, "{child:?}");
+        assert!(child.lock_callers.is_empty(), "{child:?}");
+        assert_eq!(
+            lock_notes(one(&csv), one(&new)),
+            ["c.csv: a CSV file names no lock callers (the JSON does): lock waits are compared per placement only"]
+        );
+    }
+
+    #[test]
+    fn a_file_without_lock_figures_is_said_and_the_rest_compares() {
+        use crate::report::fixture::synthetic_report;
+        let with = lock_file("a.json", 10.0, SPIN);
+        let written = |report: &crate::report::Report, name: &str| {
+            let mut json = Vec::new();
+            crate::export::json::write(&mut json, report, false).unwrap();
+            RunFile::from_json(name.into(), std::str::from_utf8(&json).unwrap()).unwrap()
+        };
+        let mut plain = synthetic_report(&[(100_000.0, 90_000.0); 6]);
+        plain.env.run_id = "plain".into();
+        let without = written(&plain, "plain.json");
+        // Asked, and the events could not be opened: the run's warning says why.
+        let mut refused = synthetic_report(&[(100_000.0, 90_000.0); 6]);
+        refused.env.run_id = "refused".into();
+        let why = "/sys/kernel/tracing holds no tracefs events";
+        refused.warnings.push(crate::report::Warning::Measurement(crate::run::Notice::LocksUnavailable(why.into())));
+        let refused = written(&refused, "refused.json");
+        assert_eq!((without.locks_absent.as_deref(), refused.locks_absent.as_deref()), (None, Some(why)));
+        for other in [&without, &refused] {
+            let changes = compare(one(&with), one(other));
+            assert_eq!(changes.len(), 2);
+            assert!(changes.iter().all(|c| c.base_lock_wait_ns_per_op.is_none() && c.lock_callers.is_empty()));
+            assert!(changes.iter().all(|c| c.lock_wait_p_holm.is_none() && c.base_overhead_pct.is_none()));
+        }
+        assert_eq!(
+            lock_notes(one(&with), one(&without)),
+            [
+                "plain.json has no lock figures (a run without --locks, or from before it) where a.json has: lock waits are not compared; the rest is"
+            ]
+        );
+        assert_eq!(
+            lock_notes(one(&refused), one(&with)),
+            [format!(
+                "refused.json: --locks gave that run no lock figures ({why}): lock waits are not compared with a.json's; the rest is"
+            )]
+        );
+        assert_eq!(
+            lock_notes(one(&refused), one(&without)),
+            [format!("refused.json: --locks gave that run no lock figures ({why}): unknown, not zero")]
+        );
+        assert!(lock_notes(one(&without), one(&without)).is_empty());
+        assert!(side_warnings(one(&refused), one(&without)).iter().any(|w| w.contains("unknown, not zero")));
+    }
+
+    #[test]
+    fn lock_figures_join_the_holm_family() {
+        let (base, new) = (lock_file("a.json", 10.0, SPIN), lock_file("b.json", 10.4, SPIN));
+        let changes = compare(one(&base), one(&new));
+        // Every raw p of the comparison: the child's overhead, and both rows' lock wait and
+        // contentions (one run a side: the rates are not tested).
+        let raw = |of, key: &Key, log| {
+            side_change(side_estimate(one(&base), of, key, log), side_estimate(one(&new), of, key, log), log).unwrap().p
+        };
+        let keys: Vec<Key> = base.rates.keys().cloned().collect();
+        let mut ps = vec![raw(overheads, &keys[1], true)];
+        for key in &keys {
+            ps.extend([raw(lock_waits, key, false), raw(lock_contentions, key, false)]);
+        }
+        let adjusted = stats::holm(&ps);
+        let child = &changes[1];
+        assert_eq!(child.overhead_p_holm, Some(adjusted[0]));
+        assert_eq!(
+            (changes[0].lock_wait_p_holm, changes[0].lock_contentions_p_holm),
+            (Some(adjusted[1]), Some(adjusted[2]))
+        );
+        assert_eq!((child.lock_wait_p_holm, child.lock_contentions_p_holm), (Some(adjusted[3]), Some(adjusted[4])));
     }
 }

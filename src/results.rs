@@ -13,6 +13,7 @@ use json::{field, object};
 use row::Row;
 use schema::Measurement;
 
+use crate::measure::locks::LockCounts;
 use crate::stats::Placed;
 
 /// Rows match on these.
@@ -69,6 +70,15 @@ pub struct RunFile {
     pub with_cpu_cost: std::collections::BTreeSet<Key>,
     /// --profile: the memcg family's CPU ns per fault, per slice.
     pub memcg_ns: BTreeMap<Key, Vec<Placed>>,
+    /// --locks: the crew's lock wait ns per operation (the loop's units) and its lock
+    /// contentions per 1,000 operations, per slice that has them, placed as its rate is.
+    pub lock_waits: BTreeMap<Key, Vec<Placed>>,
+    pub lock_contentions: BTreeMap<Key, Vec<Placed>>,
+    /// --locks, JSON files only (the CSV has no callers): each contending caller's lock wait.
+    pub lock_callers: BTreeMap<Key, BTreeMap<LockCaller, CallerWaits>>,
+    /// --locks was asked and gave no lock figures: why, as the run's warning said (JSON files
+    /// only). Its figures are unknown, never zero.
+    pub locks_absent: Option<String>,
     /// Per row key, the settings that must agree for two files' rows to be compared.
     pub settings: BTreeMap<Key, BTreeMap<&'static str, String>>,
     /// Some rows come from a run a signal ended early.
@@ -107,6 +117,32 @@ pub struct RunFile {
     /// a round's slices are of one generation, and a file is of generations or not.
     generations: BTreeMap<RoundId, u32>,
     with_generation: Option<bool>,
+}
+
+/// --locks: a contending caller as a file names it (escaped: anyone's text), one kind of
+/// lock; ordered by kind, then caller.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LockCaller {
+    pub kind: String,
+    pub caller: String,
+    pub parent: Option<String>,
+}
+
+impl LockCaller {
+    /// As the run's table names it (`measure::locks::lock_name`).
+    pub fn name(&self) -> String {
+        crate::measure::locks::lock_name(&self.kind, &self.caller, self.parent.as_deref())
+    }
+}
+
+/// --locks: one caller's lock wait in a file's row.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallerWaits {
+    /// Its wait over the row's slices, as the run's summary ranks callers by.
+    pub wait_ns: u64,
+    /// Its lock wait ns per operation, per slice it contended in (placed as the slice's
+    /// `lock_waits`): its share of the slice's wait times the slice's wait per operation.
+    pub per_slice: Vec<Placed>,
 }
 
 /// What a result file is, as its run wrote it.
@@ -498,6 +534,61 @@ impl RunFile {
         }
     }
 
+    /// --locks: a slice's (contentions per 1,000 operations, wait ns per operation), both or
+    /// neither, placed beside its rate (before `add`), and each caller's wait where the file
+    /// names them (`counts`, JSON). The figures were checked finite and not negative with the
+    /// row's others; zero is a figure here (no contention), absence is not.
+    fn add_locks(
+        &mut self,
+        key: &Key,
+        generation: u32,
+        figures: (Option<f64>, Option<f64>),
+        counts: Option<&LockCounts>,
+    ) {
+        let (Some(contentions), Some(wait)) = figures else { return };
+        let at = self.next_place(key, generation, 0.0);
+        self.lock_contentions.entry(key.clone()).or_default().push(Placed { value: contentions, ..at });
+        self.lock_waits.entry(key.clone()).or_default().push(Placed { value: wait, ..at });
+        let Some(counts) = counts else { return };
+        let callers = self.lock_callers.entry(key.clone()).or_default();
+        for c in &counts.callers {
+            let shown = |text: &str| crate::text::escaped(text).into_owned();
+            let name =
+                LockCaller { kind: shown(&c.kind), caller: shown(&c.caller), parent: c.parent.as_deref().map(shown) };
+            let share = if counts.wait_ns > 0 { c.wait_ns as f64 / counts.wait_ns as f64 } else { 0.0 };
+            let waits = callers.entry(name).or_default();
+            waits.wait_ns = waits.wait_ns.saturating_add(c.wait_ns);
+            // A caller named twice in one slice (only a hand-made file does) is one caller.
+            match waits.per_slice.last_mut() {
+                Some(last) if last.round == at.round => last.value += share * wait,
+                _ => waits.per_slice.push(Placed { value: share * wait, ..at }),
+            }
+        }
+    }
+
+    /// Whether every slice of `key` the file counts has lock figures: a row whose figures
+    /// stop part way is compared without them, not over the slices that have them.
+    pub fn has_locks(&self, key: &Key) -> bool {
+        let slices = self.rates.get(key).map_or(0, Vec::len);
+        slices > 0 && self.lock_waits.get(key).map_or(0, Vec::len) == slices
+    }
+
+    /// --locks: one caller's lock wait ns per operation in every slice of `key` with lock
+    /// figures, 0 where it did not contend (a caller contends in some slices only).
+    pub fn caller_waits(&self, key: &Key, caller: &LockCaller) -> Vec<Placed> {
+        let named = self.lock_callers.get(key).and_then(|callers| callers.get(caller));
+        // Both in the order the slices were read: one walk pairs them.
+        let mut contended = named.map_or(&[][..], |n| n.per_slice.as_slice()).iter().peekable();
+        let waits = self.lock_waits.get(key).map_or(&[][..], Vec::as_slice);
+        waits
+            .iter()
+            .map(|slice| {
+                let value = contended.next_if(|p| p.round == slice.round).map_or(0.0, |p| p.value);
+                Placed { value, ..*slice }
+            })
+            .collect()
+    }
+
     /// The place the next slice of `key` takes (`add`'s), for a figure read beside its rate.
     fn next_place(&self, key: &Key, generation: u32, value: f64) -> Placed {
         Placed { unit: generation, round: self.rates.get(key).map_or(0, Vec::len) as u32 + 1, value }
@@ -657,6 +748,7 @@ impl RunFile {
             let placed = self.next_place(&k, generation, value);
             self.memcg_ns.entry(k.clone()).or_default().push(placed);
         }
+        self.add_locks(&k, generation, (row.lock_contentions_per_kop, row.lock_wait_ns_per_op), None);
         let throughput = row.throughput_vs_baseline.map(|v| number("throughput_vs_baseline", v)).transpose()?;
         self.add(k, generation, rate, overhead, throughput, row.cpu_ns_per_fault.is_some());
         Ok(())
@@ -843,6 +935,14 @@ impl RunFile {
         // from before the field are complete.
         file.incomplete = document.complete == Some(false);
         file.json_state(&document)?;
+        file.locks_absent = document
+            .warnings
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(serde_json::Value::as_str)
+            .find_map(crate::report::warnings::locks_absent_reason)
+            .map(fact_text);
         file.add_json_levels(&document.per_level, &workload, &mode)?;
         file.mark_unknown_overheads();
         file.no_rows_left()?;
@@ -957,6 +1057,8 @@ impl RunFile {
                 row_settings.entry(setting).or_insert(value);
             }
         }
+        let lock_figures = (m.lock_contentions_per_kop, m.lock_wait_ns_per_op);
+        self.add_locks(&k, generation, lock_figures, m.result.locks.as_ref());
         let throughput = m.throughput_vs_baseline.map(|value| number("throughput_vs_baseline", value)).transpose()?;
         self.add(k, generation, rate, overhead, throughput, m.cpu_ns_per_fault.is_some());
         Ok(())

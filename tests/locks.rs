@@ -1,5 +1,6 @@
-//! --locks on the real kernel: the contention tracepoints paired and named by caller, and a
-//! run whose events cannot be opened going on without lock figures, saying why, never 0.
+//! --locks on the real kernel: the contention tracepoints paired and named by caller, a
+//! run whose events cannot be opened going on without lock figures, saying why, never 0, and
+//! `compare` of two runs' lock figures.
 //!
 //! A kernel without perf events cannot run the first: libtest-mimic's harness
 //! (`harness = false`) reports it ignored there and says why.
@@ -15,6 +16,11 @@ use common::*;
 fn main() {
     run_trials(vec![
         root_trial("locks_name_the_callers_that_contend", perf_events_missing(), locks_name_the_callers_that_contend),
+        root_trial(
+            "compare_shows_the_lock_wait_change_per_placement_and_caller",
+            perf_events_missing(),
+            compare_shows_the_lock_wait_change_per_placement_and_caller,
+        ),
         root_trial(
             "a_run_without_the_events_goes_on_and_says_why",
             None,
@@ -92,6 +98,73 @@ fn locks_name_the_callers_that_contend() {
     }
     assert!(stdout.contains("locks: base: ") && stdout.contains("locks: child: "), "{stdout}");
     assert!(stdout.contains(" rwsem:W "), "{stdout}");
+}
+
+/// Two runs of mmap-file with --locks, four cgroup instances each, compared through the
+/// binary: per placement the lock wait's and contentions' change with their interval and p,
+/// per caller (named by the code that contended) the lock wait's change, in the table, the
+/// CSV and markdown; against a run whose events could not be opened, one warning saying why,
+/// no lock line, and the rest compared.
+fn compare_shows_the_lock_wait_change_per_placement_and_caller() {
+    let (_serial, base) = needs_root();
+    let dir = tempfile::tempdir().unwrap();
+    let measure = |name: &str, extra: &[(&str, &Path)], duration: &str| {
+        let path = dir.path().join(name);
+        let mut command = Command::new(binary());
+        command.envs(extra.iter().copied());
+        let args = ["--base", BASE, "--locks", "--workload", "mmap-file", "--tasks", "2", "--cgroup", "child"];
+        command.args(args).args(["--duration", duration, "--slices", "8", "--generations", "4", "--quiet"]);
+        let child = command.arg("--json").arg(&path).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let pid = child.id();
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        assert_nothing_left(&base, pid);
+        path.to_str().unwrap().to_string()
+    };
+    let (a, b) = (measure("a.json", &[], "1"), measure("b.json", &[], "1"));
+    let empty = dir.path().join("tracefs");
+    std::fs::create_dir(&empty).unwrap();
+    let absent = measure("absent.json", &[("FAULTSCALE_TRACEFS", &empty)], "0.4");
+    let compare = |args: &[&str]| {
+        let output = Command::new(binary()).arg("compare").args(args).output().unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        (text(&output.stdout), text(&output.stderr))
+    };
+    let (table, said) = compare(&[&a, &b]);
+    assert!(!said.contains("lock"), "both have lock figures: {said}");
+    for placement in ["base", "child"] {
+        let row = table.lines().position(|l| l.starts_with(&format!("mmap-file process 2t {placement} "))).unwrap();
+        let wait = table.lines().nth(row + 1).unwrap().trim_start();
+        // Four instances a run: tested, with an interval and a p.
+        assert!(wait.starts_with("lock wait ns/loop ") && wait.contains(") p="), "{table}");
+        assert!(wait.contains("; lock contentions/1k loops "), "{table}");
+        let caller = table.lines().nth(row + 2).unwrap().trim_start();
+        assert!(caller.contains("<-") && caller.contains(" ns/loop, ") && caller.contains(" to "), "{table}");
+    }
+    assert!(table.contains("\nlock wait = ns per operation"), "{table}");
+    let (csv, _) = compare(&[&a, &b, "--format", "csv"]);
+    let rows: Vec<csv::StringRecord> = csv::Reader::from_reader(csv.as_bytes()).records().map(Result::unwrap).collect();
+    let header: Vec<String> =
+        csv::Reader::from_reader(csv.as_bytes()).headers().unwrap().iter().map(str::to_string).collect();
+    let at = |column: &str| header.iter().position(|h| h == column).unwrap();
+    assert_eq!(rows.len(), 2, "{csv}");
+    for row in &rows {
+        for column in ["base_lock_wait_ns_per_op", "lock_wait_ns_per_op_change_low", "lock_contentions_p_holm"] {
+            assert!(row[at(column)].parse::<f64>().is_ok(), "{column}: {csv}");
+        }
+    }
+    let (markdown, _) = compare(&[&a, &b, "--format", "markdown"]);
+    assert!(markdown.contains("| lock wait ns/op base |") && markdown.contains("| row | caller |"), "{markdown}");
+    // A run whose events could not be opened: said, with why; no lock line; the rest compared.
+    let (table, said) = compare(&[&a, &absent]);
+    let notes: Vec<&str> = said.lines().filter(|l| l.contains("lock")).collect();
+    assert_eq!(notes.len(), 1, "{said}");
+    assert!(
+        notes[0].contains("absent.json: --locks gave that run no lock figures (")
+            && notes[0].contains("holds no tracefs events"),
+        "{said}"
+    );
+    assert!(!table.contains("lock wait ns/") && table.contains("mmap-file process 2t child "), "{table}");
 }
 
 /// FAULTSCALE_TRACEFS at a directory without the events: one warning, the run complete, the

@@ -48,9 +48,41 @@ pub fn write(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
             };
             writeln!(out, "{:<width$}   memcg ns/fault {base:.1} -> {new:.1}: {change}", "")?;
         }
+        lock_lines(out, c, width)?;
     }
     writeln!(out, "{}", super::COMPARISON_KEY)?;
+    if super::any_locks(changes) {
+        writeln!(out, "{}", super::LOCKS_KEY)?;
+    }
     lkp_terms(out, changes)
+}
+
+/// --locks: under a row with lock figures on both sides, its lock wait and contentions per
+/// operation on each side with their change, then each caller's lock wait.
+fn lock_lines(out: &mut dyn Write, c: &Change, width: usize) -> Result<()> {
+    let (Some(base), Some(new)) = (c.base_lock_wait_ns_per_op, c.new_lock_wait_ns_per_op) else { return Ok(()) };
+    let unit = &c.unit;
+    writeln!(
+        out,
+        "{:<width$}   lock wait ns/{unit} {base:.1} -> {new:.1}: {}; lock contentions/1k {unit}s {:.2} -> {:.2}: {}",
+        "",
+        super::lock_change(c, false),
+        c.base_lock_contentions_per_kop.unwrap_or_default(),
+        c.new_lock_contentions_per_kop.unwrap_or_default(),
+        super::lock_change(c, true),
+    )?;
+    for caller in &c.lock_callers {
+        writeln!(
+            out,
+            "{:<width$}     {}: {:.1} -> {:.1} ns/{unit}, {}",
+            "",
+            caller.caller,
+            caller.base_wait_ns_per_op,
+            caller.new_wait_ns_per_op,
+            super::caller_change(caller)
+        )?;
+    }
+    Ok(())
 }
 
 /// The same rows as an LKP report shows them (base, %change, new, metric), so the figures can

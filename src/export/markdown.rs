@@ -31,6 +31,7 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
         writeln!(out, "| {} |", cells.join(" | "))?;
     }
     writeln!(out, "\n{}", super::COMPARISON_KEY)?;
+    lock_tables(out, changes)?;
     writeln!(out, "\nIn LKP's terms:\n\n| base | %change | new | metric | row |\n|---:|---:|---:|---|---|")?;
     for c in changes {
         let row =
@@ -48,5 +49,52 @@ pub fn comparison(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
             writeln!(out, "| {base:.4} | {} | {new:.4} | will-it-scale.scalability | {row} |", change(base, new))?;
         }
     }
+    Ok(())
+}
+
+/// --locks: where a row has lock figures on both sides, its lock wait and contentions per
+/// operation, then each caller's lock wait; nothing where none has.
+fn lock_tables(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
+    if !super::any_locks(changes) {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\n| workload | mode | tasks | placement | lock wait ns/op base | new | change (95% CI), Holm p | contentions/1k ops base | new | change (95% CI), Holm p |"
+    )?;
+    writeln!(out, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|")?;
+    let with_locks = || changes.iter().filter(|c| c.base_lock_wait_ns_per_op.is_some());
+    for c in with_locks() {
+        let figure = |value: Option<f64>, digits: usize| value.map_or("-".into(), |v| format!("{v:.digits$}"));
+        let cells = [
+            c.workload.clone(),
+            c.mode.clone(),
+            c.tasks.to_string(),
+            c.placement.clone(),
+            figure(c.base_lock_wait_ns_per_op, 1),
+            figure(c.new_lock_wait_ns_per_op, 1),
+            super::lock_change(c, false),
+            figure(c.base_lock_contentions_per_kop, 2),
+            figure(c.new_lock_contentions_per_kop, 2),
+            super::lock_change(c, true),
+        ];
+        writeln!(out, "| {} |", cells.join(" | "))?;
+    }
+    writeln!(out, "\n| row | caller | base ns/op | new ns/op | change (95% CI) |\n|---|---|---:|---:|---:|")?;
+    for c in with_locks() {
+        let row =
+            format!("{} {} {} {}", c.workload, c.mode, crate::text::plural(c.tasks as usize, "task"), c.placement);
+        for caller in &c.lock_callers {
+            writeln!(
+                out,
+                "| {row} | `{}` | {:.1} | {:.1} | {} |",
+                caller.caller,
+                caller.base_wait_ns_per_op,
+                caller.new_wait_ns_per_op,
+                super::caller_change(caller)
+            )?;
+        }
+    }
+    writeln!(out, "\n{}", super::LOCKS_KEY)?;
     Ok(())
 }

@@ -95,6 +95,61 @@ fn overhead_change(change: &Change) -> String {
     }
 }
 
+/// What compare's lock lines mean, under its table and its markdown where a row has them.
+const LOCKS_KEY: &str = "lock wait = ns per operation in lock contentions (--locks: the kernel's lock:contention_begin to contention_end), each run's mean over its cgroup instances, the mean over a side's runs; its change and the contentions' are new - base with the 95% interval, tested as the memcg cost is and Holm-adjusted with the rest; each caller (a lock named by the code that contended, never by a guessed name) breaks the change down: its interval, no test";
+
+/// Whether any row has lock figures on both sides.
+fn any_locks(changes: &[Change]) -> bool {
+    changes.iter().any(|c| c.base_lock_wait_ns_per_op.is_some())
+}
+
+/// A difference's change with its interval and Holm-adjusted p, `digits` after the point:
+/// `+7.3 (+2.1 to +12.5) p=0.012`; where a side cannot say what its next run gives, `?`.
+fn difference_change(
+    (value, low, high, p): (Option<f64>, Option<f64>, Option<f64>, Option<f64>),
+    digits: usize,
+) -> String {
+    match (value, low, high, p) {
+        (Some(v), Some(low), Some(high), Some(p)) => {
+            format!("{v:+.digits$} ({low:+.digits$} to {high:+.digits$}) p={p:.3}")
+        }
+        _ => "? (not tested)".into(),
+    }
+}
+
+/// The row's lock wait change, or with `contentions` its lock contentions' change, as
+/// `difference_change` writes it.
+fn lock_change(c: &Change, contentions: bool) -> String {
+    match contentions {
+        false => difference_change(
+            (
+                c.lock_wait_ns_per_op_change,
+                c.lock_wait_ns_per_op_change_low,
+                c.lock_wait_ns_per_op_change_high,
+                c.lock_wait_p_holm,
+            ),
+            1,
+        ),
+        true => difference_change(
+            (
+                c.lock_contentions_per_kop_change,
+                c.lock_contentions_per_kop_change_low,
+                c.lock_contentions_per_kop_change_high,
+                c.lock_contentions_p_holm,
+            ),
+            2,
+        ),
+    }
+}
+
+/// A caller's change with its interval, no p (`CallerChange`): `+2.2 (-1.0 to +5.4)`.
+fn caller_change(caller: &crate::compare::CallerChange) -> String {
+    match caller.change {
+        Some(c) => format!("{:+.1} ({:+.1} to {:+.1})", c.change, c.low, c.high),
+        None => format!("{:+.1} ? (not tested)", caller.new_wait_ns_per_op - caller.base_wait_ns_per_op),
+    }
+}
+
 fn pct(value: Option<f64>) -> String {
     value.map(|v| format!("{v:.1}%")).unwrap_or_else(|| "-".into())
 }
@@ -185,6 +240,20 @@ mod tests {
             new_per_task_ops: 45_000.0,
             base_scalability: Some(0.9),
             new_scalability: Some(0.81),
+            base_lock_wait_ns_per_op: None,
+            new_lock_wait_ns_per_op: None,
+            lock_wait_ns_per_op_change: None,
+            lock_wait_ns_per_op_change_low: None,
+            lock_wait_ns_per_op_change_high: None,
+            lock_wait_p_holm: None,
+            base_lock_contentions_per_kop: None,
+            new_lock_contentions_per_kop: None,
+            lock_contentions_per_kop_change: None,
+            lock_contentions_per_kop_change_low: None,
+            lock_contentions_per_kop_change_high: None,
+            lock_contentions_p_holm: None,
+            lock_callers: Vec::new(),
+            unit: "fault".into(),
         };
         for (format, expected) in [
             (Format::Table, "-10.00%*"),
@@ -197,6 +266,50 @@ mod tests {
         ] {
             let mut out = Vec::new();
             comparison(&mut out, std::slice::from_ref(&change), format).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(text.contains(expected), "{format:?}: {text}");
+            // No lock figures, no lock lines (the CSV has its columns, empty).
+            assert!(format == Format::Csv || !text.contains("lock"), "{text}");
+        }
+        // With lock figures: the row's lock wait and contentions, then each caller.
+        let with_locks = Change {
+            unit: "loop".into(),
+            base_lock_wait_ns_per_op: Some(14.5),
+            new_lock_wait_ns_per_op: Some(52.0),
+            lock_wait_ns_per_op_change: Some(37.5),
+            lock_wait_ns_per_op_change_low: Some(20.31),
+            lock_wait_ns_per_op_change_high: Some(54.69),
+            lock_wait_p_holm: Some(0.004),
+            base_lock_contentions_per_kop: Some(0.59),
+            new_lock_contentions_per_kop: Some(0.61),
+            lock_contentions_per_kop_change: None,
+            lock_callers: vec![crate::compare::CallerChange {
+                caller: "rwsem:W __mmap_region<-do_mmap".into(),
+                base_wait_ns_per_op: 9.5,
+                new_wait_ns_per_op: 45.0,
+                change: Some(crate::stats::RatioChange { change: 35.5, low: 19.0, high: 52.0, p: 0.01 }),
+            }],
+            ..change
+        };
+        for (format, expected) in [
+            (
+                Format::Table,
+                "lock wait ns/loop 14.5 -> 52.0: +37.5 (+20.3 to +54.7) p=0.004; lock contentions/1k loops 0.59 -> 0.61: ? (not tested)",
+            ),
+            (Format::Table, "  rwsem:W __mmap_region<-do_mmap: 9.5 -> 45.0 ns/loop, +35.5 (+19.0 to +52.0)\n"),
+            (Format::Table, "\nlock wait = ns per operation"),
+            (Format::Csv, "0.81,14.5,52.0,37.5,20.31,54.69,0.004,0.59,0.61,,,,\n"),
+            (
+                Format::Markdown,
+                "| anon | process | 2 | child | 14.5 | 52.0 | +37.5 (+20.3 to +54.7) p=0.004 | 0.59 | 0.61 | ? (not tested) |",
+            ),
+            (
+                Format::Markdown,
+                "| anon process 2 tasks child | `rwsem:W __mmap_region<-do_mmap` | 9.5 | 45.0 | +35.5 (+19.0 to +52.0) |",
+            ),
+        ] {
+            let mut out = Vec::new();
+            comparison(&mut out, std::slice::from_ref(&with_locks), format).unwrap();
             let text = String::from_utf8(out).unwrap();
             assert!(text.contains(expected), "{format:?}: {text}");
         }

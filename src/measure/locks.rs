@@ -354,6 +354,16 @@ pub fn caller<'a>(frames: &[(u64, &'a str)], text: &LockText) -> Option<(&'a str
     Some((frames[at].1, frames.get(at + 1).map(|(_, name)| *name)))
 }
 
+/// A lock as faultscale names it: its kind and the caller that contended, with that caller's
+/// own caller where known (`rwsem:W __mmap_region<-do_mmap`). Never a lock's name: the
+/// tracepoints give an address, and a table of guesses would be wrong where it guessed.
+pub fn lock_name(kind: &str, caller: &str, parent: Option<&str>) -> String {
+    match parent {
+        Some(parent) => format!("{kind} {caller}<-{parent}"),
+        None => format!("{kind} {caller}"),
+    }
+}
+
 /// One caller's contentions of one kind of lock.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -106,3 +106,35 @@ pub fn synthetic_report(rates: &[(f64, f64)]) -> Report {
         slice_warnings: Vec::new(),
     }
 }
+
+/// `report` as a run of `generations` cgroup instances would give it, one round each (every
+/// round its own generation), with --locks' figures on every slice: `wait_ns_per_op(placement,
+/// round)` spread over `callers` (kind, caller, parent, share of the wait), one contention per
+/// 10,000 ns of wait.
+pub fn with_locks(
+    mut report: Report,
+    wait_ns_per_op: impl Fn(&str, u32) -> f64,
+    callers: impl Fn(&str, u32) -> Vec<(&'static str, &'static str, Option<&'static str>, f64)>,
+) -> Report {
+    use crate::measure::locks::{CallerLocks, LockCounts};
+    report.plan.locks = true;
+    report.plan.generations = report.measurements.iter().map(|m| m.round).max().unwrap_or(1);
+    for m in &mut report.measurements {
+        m.generation = m.round;
+        let operations = m.result.loop_faults() as f64;
+        let wait_ns = (wait_ns_per_op(&m.placement.name, m.round) * operations) as u64;
+        let callers = callers(&m.placement.name, m.round)
+            .into_iter()
+            .map(|(kind, caller, parent, share)| CallerLocks {
+                caller: caller.into(),
+                parent: parent.map(str::to_string),
+                kind: kind.into(),
+                contentions: (share * wait_ns as f64 / 10_000.0) as u64,
+                wait_ns: (share * wait_ns as f64) as u64,
+            })
+            .collect::<Vec<_>>();
+        let contentions = callers.iter().map(|c| c.contentions).sum();
+        m.result.locks = Some(LockCounts { contentions, wait_ns, callers, lost: 0, unpaired: 0 });
+    }
+    report
+}

@@ -57,6 +57,17 @@ pub struct LockSummary {
     pub unpaired: u64,
 }
 
+impl LockSummary {
+    /// The placement's lock wait ns per operation over the baseline's, where its 95% interval
+    /// lies above 0: the placement waits more, so its overhead comes (in part) from waiting.
+    /// None where the difference is not resolved (its interval holds 0, or one slice gave no
+    /// interval), where it is a saving, and for the baseline.
+    pub fn added_wait(&self) -> Option<Difference> {
+        let difference = self.wait_ns_per_op_vs_baseline?;
+        (difference.mean - difference.half_width? > 0.0).then_some(difference)
+    }
+}
+
 impl Report {
     /// --locks: a placement's lock figures; None where a counted slice has none (not asked,
     /// or the tracepoints could not be opened): absent, never zero.
@@ -102,5 +113,34 @@ impl Report {
             lost: total.lost,
             unpaired: total.unpaired,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(difference: Option<Difference>) -> LockSummary {
+        LockSummary {
+            contentions_per_kop: 1.0,
+            wait_ns_per_op: 20.0,
+            contentions_per_kop_vs_baseline: None,
+            wait_ns_per_op_vs_baseline: difference,
+            callers: Vec::new(),
+            lost: 0,
+            unpaired: 0,
+        }
+    }
+
+    #[test]
+    fn only_a_resolved_added_wait_is_an_overhead_from_waiting() {
+        let at = |mean: f64, half_width: Option<f64>| summary(Some(Difference { mean, half_width, units: 4 }));
+        let resolved = at(8.0, Some(3.0));
+        assert_eq!(resolved.added_wait(), resolved.wait_ns_per_op_vs_baseline);
+        // An interval that holds 0, one slice's (no interval), a saving, the baseline's (none).
+        assert_eq!(at(8.0, Some(8.5)).added_wait(), None);
+        assert_eq!(at(8.0, None).added_wait(), None);
+        assert_eq!(at(-8.0, Some(3.0)).added_wait(), None);
+        assert_eq!(summary(None).added_wait(), None);
     }
 }

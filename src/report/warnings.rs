@@ -173,9 +173,22 @@ fn fmt_notice(f: &mut fmt::Formatter<'_>, notice: &Notice) -> fmt::Result {
             "perf software counters unavailable ({error}); kernel fault counts come from the tasks' minflt (rusage) instead"
         ),
         Notice::LocksUnavailable(why) => {
-            write!(f, "--locks: no lock figures: {why}; the run went on without them")
+            let [before, after] = LOCKS_ABSENT;
+            write!(f, "{before}{why}{after}")
         }
     }
+}
+
+/// The words around why --locks got no lock figures, in the run's warning: `compare` reads
+/// the reason back from a JSON file's `warnings` (`locks_absent_reason`), so one text serves
+/// both.
+const LOCKS_ABSENT: [&str; 2] = ["--locks: no lock figures: ", "; the run went on without them"];
+
+/// Why a run asked --locks and got no lock figures, where `warning` is the run's line saying
+/// so; None for any other warning.
+pub fn locks_absent_reason(warning: &str) -> Option<&str> {
+    let [before, after] = LOCKS_ABSENT;
+    warning.strip_prefix(before)?.strip_suffix(after)
 }
 
 impl Warning {
@@ -384,6 +397,15 @@ fn counts_disagree(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn why_locks_gave_no_figures_reads_back_from_the_warning() {
+        let why = "perf_event_open of lock:contention_begin refused: Permission denied (os error 13)";
+        let said = Warning::Measurement(Notice::LocksUnavailable(why.into())).to_string();
+        assert_eq!(locks_absent_reason(&said), Some(why));
+        let other = Warning::Measurement(Notice::PerfUnavailable("EACCES".into())).to_string();
+        assert_eq!(locks_absent_reason(&other), None);
+    }
 
     #[test]
     fn one_task_is_one_task() {
