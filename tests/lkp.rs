@@ -7,8 +7,9 @@
 //! output captured into the result root), bin/run-stats feeds it to `parse` and dump-stat,
 //! bin/create-stats-matrix makes stats.json and matrix.json, split-job expands the job files
 //! and bin/program-options reads the parameters `run` declares. The bundle is never written.
-//! Without the bundle (or ruby) they print `skipped: ...`; `.ci/run` sets
-//! FAULTSCALE_REQUIRE_LKP=1, so in CI a skip fails.
+//! Without the bundle, git or ruby with the libraries a test needs, the test finds so before
+//! it does anything and libtest-mimic's harness (`harness = false`) reports it ignored, saying
+//! `skipped: <reason>`; `.ci/run` sets FAULTSCALE_REQUIRE_LKP=1, so in CI it fails instead.
 
 #[macro_use]
 mod common;
@@ -20,19 +21,55 @@ use common::lkp::{PARSE_NEEDS, assert_stats_match, embedded_json, ruby_has, stat
 use common::*;
 use serde_json::Value;
 
+fn main() {
+    let lkp = |name, test| trial_needing(name, REQUIRED_BY, test);
+    let root = |name, test| root_trial_needing(name, REQUIRED_BY, test);
+    run_trials(vec![
+        lkp(
+            "the_committed_patch_series_is_the_one_scripts_lkp_patches_makes",
+            the_committed_patch_series_is_the_one_scripts_lkp_patches_makes,
+        ),
+        root(
+            "a_job_through_lkps_run_test_run_stats_and_create_stats_matrix",
+            a_job_through_lkps_run_test_run_stats_and_create_stats_matrix,
+        ),
+        lkp(
+            "parse_on_the_shipped_fixture_gives_its_yaml_and_the_jsons_figures",
+            parse_on_the_shipped_fixture_gives_its_yaml_and_the_jsons_figures,
+        ),
+        lkp(
+            "parse_gives_only_failure_stats_for_a_failed_interrupted_truncated_or_empty_run",
+            parse_gives_only_failure_stats_for_a_failed_interrupted_truncated_or_empty_run,
+        ),
+        lkp(
+            "lkps_stats_code_reads_the_kpis_direction_from_the_patched_index",
+            lkps_stats_code_reads_the_kpis_direction_from_the_patched_index,
+        ),
+        lkp(
+            "job_files_split_with_lkps_split_job_into_jobs_of_declared_parameters",
+            job_files_split_with_lkps_split_job_into_jobs_of_declared_parameters,
+        ),
+        lkp(
+            "lkps_change_detection_reports_a_run_that_goes_from_pass_to_fail",
+            lkps_change_detection_reports_a_run_that_goes_from_pass_to_fail,
+        ),
+        lkp("run_counts_the_placements_as_faultscale_parses_them", run_counts_the_placements_as_faultscale_parses_them),
+        root(
+            "the_cgroup2_jobs_cgroup_is_given_from_the_hierarchys_root",
+            the_cgroup2_jobs_cgroup_is_given_from_the_hierarchys_root,
+        ),
+    ])
+}
+
+/// Set (by `.ci/run`), what a test finds missing fails it instead of skipping it.
+const REQUIRED_BY: &str = "FAULTSCALE_REQUIRE_LKP";
+
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn integration() -> PathBuf {
     repo().join("integrations/lkp")
-}
-
-/// None after saying why; a failure where FAULTSCALE_REQUIRE_LKP is set.
-fn skip<T>(reason: &str) -> Option<T> {
-    assert!(std::env::var_os("FAULTSCALE_REQUIRE_LKP").is_none(), "FAULTSCALE_REQUIRE_LKP is set, but {reason}");
-    shown!("skipped: {reason}");
-    None
 }
 
 /// A copy of lkp-tests with faultscale's patch series applied, and a hosts file for this
@@ -74,18 +111,47 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// The lkp-tests repository as a git bundle: `LKP_BUNDLE`, else ../shared/lkp-tests.bundle
 /// beside the repository (where scripts/test finds ../shared/lkp-tests for `LKP_SRC`).
-fn lkp_bundle() -> Option<PathBuf> {
-    let bundle = match std::env::var_os("LKP_BUNDLE") {
+fn lkp_bundle() -> PathBuf {
+    match std::env::var_os("LKP_BUNDLE") {
         Some(bundle) => repo().join(bundle),
         None => repo().join("../shared/lkp-tests.bundle"),
-    };
+    }
+}
+
+/// ruby's libraries (its `-r` names) that one test needs beyond `parse`'s, and how to get them.
+struct RubyNeeds(&'static [&'static str], &'static str);
+
+const NOTHING_MORE: RubyNeeds = RubyNeeds(&[], "");
+const COMPARE_NEEDS: RubyNeeds = RubyNeeds(
+    &["gnuplot", "term/ansicolor"],
+    "sbin/compare needs ruby's gnuplot and term-ansicolor (Debian: ruby-gnuplot ruby-term-ansicolor; .ci/run installs them)",
+);
+const SPLIT_JOB_NEEDS: RubyNeeds = RubyNeeds(
+    &["tty-command", "git"],
+    "split-job needs ruby's tty-command and git (Debian: ruby-tty-command ruby-git; .ci/run installs them)",
+);
+
+/// What this machine lacks for a test of lkp-tests' code, if anything: the bundle and git,
+/// which clone it and apply the series (all the series' own check needs: `ruby` None); for a
+/// test that runs lkp-tests' ruby, ruby with what `parse` needs and the test's own `ruby`.
+fn lkp_missing(ruby: Option<&RubyNeeds>) -> Option<String> {
+    let bundle = lkp_bundle();
     if !bundle.is_file() {
-        return skip(&format!(
+        return Some(format!(
             "no lkp-tests bundle at {} (set LKP_BUNDLE to a git bundle of lkp-tests)",
             bundle.display()
         ));
     }
-    Some(bundle)
+    if Command::new("git").arg("--version").output().is_err() {
+        return Some("git is missing (it applies the patch series; .ci/run installs it)".into());
+    }
+    let RubyNeeds(more, why) = ruby?;
+    if !ruby_has(&PARSE_NEEDS) {
+        return Some(
+            "ruby with active_support is missing (Debian: ruby ruby-activesupport; .ci/run installs them)".into(),
+        );
+    }
+    (!more.is_empty() && !ruby_has(more)).then(|| why.to_string())
 }
 
 fn patches() -> Vec<PathBuf> {
@@ -96,14 +162,12 @@ fn patches() -> Vec<PathBuf> {
     patches
 }
 
-fn lkp() -> Option<Lkp> {
-    let bundle = lkp_bundle()?;
-    if Command::new("git").arg("--version").output().is_err() {
-        return skip("git is missing (it applies the patch series; .ci/run installs it)");
+/// The patched copy, once `lkp_missing` finds nothing missing for a test that needs `ruby`.
+fn lkp(ruby: &RubyNeeds) -> Result<Lkp, Missing> {
+    if let Some(why) = lkp_missing(Some(ruby)) {
+        return Err(Missing(why));
     }
-    if !ruby_has(&PARSE_NEEDS) {
-        return skip("ruby with active_support is missing (Debian: ruby ruby-activesupport; .ci/run installs them)");
-    }
+    let bundle = lkp_bundle();
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("lkp-tests");
     git(dir.path(), &["clone", "-q", bundle.to_str().unwrap(), "lkp-tests"]);
@@ -139,7 +203,7 @@ fn lkp() -> Option<Lkp> {
     let host = text(&Command::new("hostname").output().unwrap().stdout).trim().to_string();
     let cpus = std::thread::available_parallelism().unwrap().get();
     std::fs::write(tree.join("hosts").join(host), format!("nr_cpu: {cpus}\nnr_node: 1\nmemory: 1G\n")).unwrap();
-    Some(Lkp { dir })
+    Ok(Lkp { dir })
 }
 
 /// `parse` as LKP's run-stats runs it, from the patched tree.
@@ -147,9 +211,11 @@ fn parse(lkp: &Lkp, raw: &Path) -> String {
     common::lkp::parse(&lkp.src(), &lkp.src().join("programs/faultscale"), raw)
 }
 
-#[test]
-fn the_committed_patch_series_is_the_one_scripts_lkp_patches_makes() {
-    let Some(bundle) = lkp_bundle() else { return };
+fn the_committed_patch_series_is_the_one_scripts_lkp_patches_makes() -> Result<(), Missing> {
+    if let Some(why) = lkp_missing(None) {
+        return Err(Missing(why));
+    }
+    let bundle = lkp_bundle();
     let output =
         Command::new(repo().join("scripts/lkp-patches")).arg("--check").env("LKP_BUNDLE", &bundle).output().unwrap();
     assert!(output.status.success(), "{}{}", text(&output.stdout), text(&output.stderr));
@@ -176,6 +242,7 @@ fn the_committed_patch_series_is_the_one_scripts_lkp_patches_makes() {
             assert!(!(broken && continues), "{}: {pair:?}", patch.display());
         }
     }
+    Ok(())
 }
 
 /// One job run as LKP runs it, into `result` (a result root): bin/run-test with the job's
@@ -244,11 +311,9 @@ fn own_cgroup_is_below_the_root() -> bool {
     line.rsplit(':').next().unwrap() != "/"
 }
 
-#[test]
-#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
-fn a_job_through_lkps_run_test_run_stats_and_create_stats_matrix() {
+fn a_job_through_lkps_run_test_run_stats_and_create_stats_matrix() -> Result<(), Missing> {
     let (_serial, _) = needs_root();
-    let Some(lkp) = lkp() else { return };
+    let lkp = lkp(&COMPARE_NEEDS)?;
     let cpus = std::thread::available_parallelism().unwrap().get();
     // The default base is what the job's cgroup gives: self on v1 below the root, else new;
     // never the root, which run takes only where the job asks for it.
@@ -339,6 +404,7 @@ fn a_job_through_lkps_run_test_run_stats_and_create_stats_matrix() {
         runs.push(result);
     }
     compare(&lkp, &runs);
+    Ok(())
 }
 
 /// Two result roots through LKP's sbin/compare, one headline stat at a time (`-f STAT
@@ -348,12 +414,6 @@ fn a_job_through_lkps_run_test_run_stats_and_create_stats_matrix() {
 /// this host has no /lkp and the test writes nowhere but its temporary directory, so the
 /// copy's two constants point there (the one change to lkp-tests' code in these tests).
 fn compare(lkp: &Lkp, runs: &[PathBuf]) {
-    if !ruby_has(&["gnuplot", "term/ansicolor"]) {
-        skip::<()>(
-            "sbin/compare needs ruby's gnuplot and term-ansicolor (Debian: ruby-gnuplot ruby-term-ansicolor; .ci/run installs them)",
-        );
-        return;
-    }
     let constants = lkp.src().join("lib/constant.rb");
     let text_of = std::fs::read_to_string(&constants).unwrap();
     let root = lkp.dir.path().join("lkp");
@@ -399,9 +459,8 @@ fn compare(lkp: &Lkp, runs: &[PathBuf]) {
     }
 }
 
-#[test]
-fn parse_on_the_shipped_fixture_gives_its_yaml_and_the_jsons_figures() {
-    let Some(lkp) = lkp() else { return };
+fn parse_on_the_shipped_fixture_gives_its_yaml_and_the_jsons_figures() -> Result<(), Missing> {
+    let lkp = lkp(&NOTHING_MORE)?;
     let fixture = lkp.src().join("spec/fixtures/stats/faultscale/1");
     let parsed = parse(&lkp, &fixture);
     let expected = std::fs::read_to_string(fixture.with_extension("yaml")).unwrap();
@@ -464,15 +523,15 @@ fn parse_on_the_shipped_fixture_gives_its_yaml_and_the_jsons_figures() {
         assert_stats_match(&parsed, &with);
         assert_eq!(stats(&parsed).keys().filter(|k| k.starts_with("per_level")).count(), named, "{parsed}");
     }
+    Ok(())
 }
 
 /// lkp-tests' programs mark a bad run their own way; faultscale's parse does as stress-ng's
 /// does: a clean run gives `pass: 1` with its figures, any other only `X.fail: 1` stats
 /// saying what went wrong (etc/failure counts them), and no figure at all, as will-it-scale's
 /// parse gives none for a bad sample.
-#[test]
-fn parse_gives_only_failure_stats_for_a_failed_interrupted_truncated_or_empty_run() {
-    let Some(lkp) = lkp() else { return };
+fn parse_gives_only_failure_stats_for_a_failed_interrupted_truncated_or_empty_run() -> Result<(), Missing> {
+    let lkp = lkp(&NOTHING_MORE)?;
     let raw = std::fs::read_to_string(lkp.src().join("spec/fixtures/stats/faultscale/1")).unwrap();
     let doc = embedded_json(&raw);
     let dir = tempfile::tempdir().unwrap();
@@ -568,11 +627,11 @@ fn parse_gives_only_failure_stats_for_a_failed_interrupted_truncated_or_empty_ru
     let file = dir.path().join("crlf");
     std::fs::write(&file, wrapped(&doc, "faultscale-exit-status: 0\n").replace('\n', "\r\n")).unwrap();
     assert_stats_match(&parse(&lkp, &file), &doc);
+    Ok(())
 }
 
-#[test]
-fn lkps_stats_code_reads_the_kpis_direction_from_the_patched_index() {
-    let Some(lkp) = lkp() else { return };
+fn lkps_stats_code_reads_the_kpis_direction_from_the_patched_index() -> Result<(), Missing> {
+    let lkp = lkp(&NOTHING_MORE)?;
     // lib/stats.rb's kpi_stat_direction, as compare and the bisect code call it, for a 5% rise.
     let script = r##"require ENV["LKP_SRC"] + "/lib/stats"
         ARGV.each { |s| puts "#{s} #{kpi_stat_direction(s, 5)} #{strict_kpi_stat?(s, nil)}" }"##;
@@ -610,6 +669,7 @@ fn lkps_stats_code_reads_the_kpis_direction_from_the_patched_index() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     let expected: Vec<String> = cases.iter().map(|(stat, says)| format!("{stat} {says}")).collect();
     assert_eq!(text(&output.stdout).lines().collect::<Vec<_>>(), expected);
+    Ok(())
 }
 
 /// A YAML file as JSON, read by ruby's own YAML (LKP's job files are ruby's YAML).
@@ -623,15 +683,8 @@ fn yaml(path: &Path) -> Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
-#[test]
-fn job_files_split_with_lkps_split_job_into_jobs_of_declared_parameters() {
-    let Some(lkp) = lkp() else { return };
-    if !ruby_has(&["tty-command", "git"]) {
-        skip::<()>(
-            "split-job needs ruby's tty-command and git (Debian: ruby-tty-command ruby-git; .ci/run installs them)",
-        );
-        return;
-    }
+fn job_files_split_with_lkps_split_job_into_jobs_of_declared_parameters() -> Result<(), Missing> {
+    let lkp = lkp(&SPLIT_JOB_NEEDS)?;
     let meta = yaml(&integration().join("programs/faultscale/meta.yaml"));
     let declared = meta["parameters"].as_object().unwrap();
     // LKP learns a program's parameters from the comment header of its run.
@@ -717,6 +770,7 @@ fn job_files_split_with_lkps_split_job_into_jobs_of_declared_parameters() {
         let said = text(&filter.stdout);
         assert!(!filter.status.success() && said.contains(&format!("need: {need_mb} MB")), "{nr_cpu} CPUs: {said}");
     }
+    Ok(())
 }
 
 /// A job that goes from pass to fail is reported by LKP's own change detection: lib/stats.rb's
@@ -724,9 +778,8 @@ fn job_files_split_with_lkps_split_job_into_jobs_of_declared_parameters() {
 /// one from the shipped fixture's output, one from an interrupted run's. skip_function_stat?
 /// reports `X.fail` only where the other side has `X.pass`: `faultscale.fail` pairs with
 /// `faultscale.pass`, the reasons (`faultscale.interrupted.fail`) with nothing.
-#[test]
-fn lkps_change_detection_reports_a_run_that_goes_from_pass_to_fail() {
-    let Some(lkp) = lkp() else { return };
+fn lkps_change_detection_reports_a_run_that_goes_from_pass_to_fail() -> Result<(), Missing> {
+    let lkp = lkp(&NOTHING_MORE)?;
     let fixture = std::fs::read_to_string(lkp.src().join("spec/fixtures/stats/faultscale/1")).unwrap();
     let mut stopped = embedded_json(&fixture);
     stopped["complete"] = Value::Bool(false);
@@ -774,15 +827,15 @@ fn lkps_change_detection_reports_a_run_that_goes_from_pass_to_fail() {
     assert!(to_fail.iter().any(|s| s == "faultscale.fail"), "pass to fail not reported: {to_fail:?}");
     let to_pass = changed(&matrices[0], &matrices[1]);
     assert!(to_pass.iter().any(|s| s == "faultscale.pass"), "fail to pass not reported: {to_pass:?}");
+    Ok(())
 }
 
 /// `run` splits runtime among the placements faultscale measures, counted as faultscale's
 /// --cgroup parser counts them (src/plan/mod.rs) for every syntax it takes. Each case runs the
 /// run script as run-test does, with a workload faultscale refuses, so faultscale stops at its
 /// arguments after run has said its count, and nothing is made.
-#[test]
-fn run_counts_the_placements_as_faultscale_parses_them() {
-    let Some(lkp) = lkp() else { return };
+fn run_counts_the_placements_as_faultscale_parses_them() -> Result<(), Missing> {
+    let lkp = lkp(&NOTHING_MORE)?;
     let dir = tempfile::tempdir().unwrap();
     let benchmarks = dir.path().join("benchmarks");
     std::fs::create_dir_all(benchmarks.join("faultscale/bin")).unwrap();
@@ -837,6 +890,7 @@ fn run_counts_the_placements_as_faultscale_parses_them() {
             text(&out.stderr)
         );
     }
+    Ok(())
 }
 
 /// The cgroup2 job's cgroup is given from the hierarchy's root (/faultscale.1), which
@@ -844,19 +898,16 @@ fn run_counts_the_placements_as_faultscale_parses_them() {
 /// wrong wherever faultscale reads another mount. Here CGROUP_MNT names no mount at all and
 /// `cgroups` names this test's own cgroup (on v1, where faultscale may build in it, as --base
 /// self does): the run builds there.
-#[test]
-#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
-fn the_cgroup2_jobs_cgroup_is_given_from_the_hierarchys_root() {
+fn the_cgroup2_jobs_cgroup_is_given_from_the_hierarchys_root() -> Result<(), Missing> {
     let (_serial, _) = needs_root();
-    let Some(lkp) = lkp() else { return };
     let text_of = std::fs::read_to_string("/proc/self/cgroup").unwrap();
     let memory = text_of.lines().find(|l| l.split(':').nth(1).is_some_and(|c| c.split(',').any(|c| c == "memory")));
     let Some(own) = memory.map(|l| l.rsplit(':').next().unwrap().to_string()).filter(|p| p != "/") else {
-        skip::<()>(
-            "this test runs at the root of a cgroup v1 memory hierarchy, or on v2: no cgroup of its own to name",
-        );
-        return;
+        return Err(Missing(
+            "this test runs at the root of a cgroup v1 memory hierarchy, or on v2: no cgroup of its own to name".into(),
+        ));
     };
+    let lkp = lkp(&NOTHING_MORE)?;
     let result = tempfile::tempdir().unwrap();
     let params: Vec<String> = [
         "placement=child",
@@ -879,4 +930,5 @@ fn the_cgroup2_jobs_cgroup_is_given_from_the_hierarchys_root() {
     let doc = embedded_json(&raw);
     assert_eq!(doc["state"], "complete", "{raw}");
     assert!(doc["environment"]["base_cgroup"].as_str().unwrap().ends_with(&own), "{raw}");
+    Ok(())
 }

@@ -73,6 +73,47 @@ pub fn root_trial(name: &'static str, missing: Option<String>, test: fn()) -> li
     trial(name, test).with_ignored_flag(missing.is_some())
 }
 
+/// What this machine lacks for a test, found by the test before it does anything (no QEMU
+/// or guest root file system, no lkp-tests bundle, no ruby with the libraries it needs).
+pub struct Missing(pub String);
+
+/// A test, in a libtest-mimic file, that needs what only running it can find out (whether a
+/// guest boots here: scripts/qemu-guest says so as it starts) or what it would be wasted work to
+/// probe where the test is filtered out or listed: it returns `Err(Missing)` before doing
+/// anything, and is reported ignored with the reason (`ignored (...)`, and `skipped: ...` on
+/// stderr), never passed as an early return under libtest was. Where the environment variable
+/// `required_by` is set (`.ci/run` sets FAULTSCALE_REQUIRE_GUESTS and FAULTSCALE_REQUIRE_LKP),
+/// the same lack fails the test, naming the variable and the lack.
+pub fn trial_needing(
+    name: &'static str,
+    required_by: &'static str,
+    test: fn() -> Result<(), Missing>,
+) -> libtest_mimic::Trial {
+    libtest_mimic::Trial::ignorable_test(name, move || match test() {
+        Ok(()) => Ok(libtest_mimic::Completion::Completed),
+        Err(Missing(why)) if std::env::var_os(required_by).is_some() => {
+            Err(format!("{required_by} is set, but {why}").into())
+        }
+        Err(Missing(why)) => {
+            shown!("{name}: skipped: {why}");
+            Ok(libtest_mimic::Completion::ignored_with(why))
+        }
+    })
+}
+
+/// `trial_needing` for a root test: ignored without running where the build set
+/// FAULTSCALE_SKIP_ROOT_TESTS=1, as `root_trial` and the libtest files' root tests are.
+pub fn root_trial_needing(
+    name: &'static str,
+    required_by: &'static str,
+    test: fn() -> Result<(), Missing>,
+) -> libtest_mimic::Trial {
+    if cfg!(skip_root_tests) {
+        shown!("{name}: skipped: {SKIP_ROOT_TESTS}");
+    }
+    trial_needing(name, required_by, test).with_ignored_flag(cfg!(skip_root_tests))
+}
+
 /// A test in a libtest-mimic file, which fails where it panics, as under libtest.
 pub fn trial(name: &'static str, test: fn()) -> libtest_mimic::Trial {
     libtest_mimic::Trial::test(name, move || {
