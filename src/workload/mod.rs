@@ -461,6 +461,12 @@ pub(crate) fn map(len: usize, prot: libc::c_int, flags: libc::c_int, fd: libc::c
 pub(crate) struct FixedPlace {
     address: usize,
     len: usize,
+    /// The place itself is still held by the reservation's PROT_NONE mapping, given back at
+    /// the first `map`: with `--mode thread` the threads spawned after this one map their
+    /// stacks and signal stacks into the process's free gaps, and at 64 threads one landed in
+    /// an earlier thread's place (its first mmap failed: File exists). Every thread is spawned
+    /// before any loop starts, so once the loops run no other mapping is made.
+    reserved: std::cell::Cell<bool>,
 }
 
 impl FixedPlace {
@@ -482,14 +488,17 @@ impl FixedPlace {
             Ok(())
         };
         unmap(probe, address - span)?;
-        unmap(address, address + len)?;
         unmap(address + covered + span, probe + probe_len)?;
-        Ok(FixedPlace { address, len })
+        Ok(FixedPlace { address, len, reserved: std::cell::Cell::new(true) })
     }
 
     /// The chunk mapped at its place (MAP_FIXED_NOREPLACE: never over another mapping).
     pub(crate) fn map(&self, prot: libc::c_int, flags: libc::c_int, fd: libc::c_int) -> Result<*mut u8, String> {
         let wanted = self.address as *mut libc::c_void;
+        // SAFETY: the reservation's own part at the place, made by `reserve`.
+        if self.reserved.replace(false) && unsafe { libc::munmap(wanted, self.len) } != 0 {
+            return Err(format!("munmap of the place at {wanted:p}: {}", std::io::Error::last_os_error()));
+        }
         // SAFETY: a fresh mapping at an address this worker keeps free for it.
         let address = unsafe { libc::mmap(wanted, self.len, prot, flags | libc::MAP_FIXED_NOREPLACE, fd, 0) };
         if address == libc::MAP_FAILED {
@@ -578,6 +587,26 @@ mod tests {
             // SAFETY: the mapping made above.
             unsafe { libc::munmap(again as *mut libc::c_void, len) };
         }
+    }
+
+    #[test]
+    fn a_fixed_place_is_held_until_its_first_map() {
+        let len = 1 << 20;
+        let place = FixedPlace::reserve(len, 4096).unwrap();
+        // A thread spawned after the reservation (its stack, its signal stack) cannot map there.
+        let wanted = place.address as *mut libc::c_void;
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE;
+        // SAFETY: a mapping the kernel refuses where the place is held; unmapped below if not.
+        let stranger = unsafe { libc::mmap(wanted, 4096, libc::PROT_READ, flags, -1, 0) };
+        if stranger != libc::MAP_FAILED {
+            // SAFETY: the mapping just made.
+            unsafe { libc::munmap(stranger, 4096) };
+        }
+        assert_eq!(stranger, libc::MAP_FAILED, "the place was free before the loop's first map");
+        let chunk = place.map(libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1).unwrap();
+        assert_eq!(chunk as usize, place.address);
+        // SAFETY: the mapping made above.
+        unsafe { libc::munmap(chunk as *mut libc::c_void, len) };
     }
 
     #[test]
