@@ -383,8 +383,12 @@ fn cpu_time_warnings(report: &Report, m: &Measurement, cpu: usize, workers: &[&r
     let (placement, round, sharing) =
         (m.placement.name.clone(), report.plan.slice_name_at(m.round, m.tasks), workers.len() as f64);
     let elapsed_ns = m.result.elapsed_ns.max(1);
-    // The workers' time on this CPU together: the slice once per worker.
-    let span_ns = elapsed_ns as f64 * sharing;
+    // The workers' time on this CPU together: each worker's own window, wake to park. Not the
+    // slice's time once per worker: that is the mean over every CPU, and a CPU whose workers'
+    // parks spread later than another's read 136% waiting against it (97% of their windows).
+    let windows: Vec<u64> = workers.iter().map(|w| w.window_ns(elapsed_ns)).collect();
+    let span_ns = windows.iter().sum::<u64>().max(1) as f64;
+    let cpu_span_ns = windows.iter().copied().max().unwrap_or(elapsed_ns).max(1);
     let sum = |get: &dyn Fn(&run::WorkerResult) -> Option<u64>| workers.iter().map(|w| get(w)).sum::<Option<u64>>();
     let mut warnings = Vec::new();
     let (Some(_), Some(wait_ns)) = (sum(&|w| w.on_cpu_ns), sum(&|w| w.wait_ns)) else {
@@ -416,12 +420,12 @@ fn cpu_time_warnings(report: &Report, m: &Measurement, cpu: usize, workers: &[&r
     }
     // /proc/stat counts steal in ticks: under two of them is rounding, not a measurement.
     let steal_ns = sum(&|w| w.steal_ns).unwrap_or(0);
-    if steal_ns as f64 > 0.01 * elapsed_ns as f64 && steal_ns >= 2 * crate::measure::procfs::steal_tick_ns() {
+    if steal_ns as f64 > 0.01 * cpu_span_ns as f64 && steal_ns >= 2 * crate::measure::procfs::steal_tick_ns() {
         warnings.push(Warning::Stolen {
             placement,
             slice: round.clone(),
             cpu,
-            share: steal_ns as f64 / elapsed_ns as f64,
+            share: steal_ns as f64 / cpu_span_ns as f64,
         });
     }
     warnings
@@ -470,6 +474,30 @@ mod tests {
         // Tails on both sides, as a shared machine's noise gives them: the two agree, nothing said.
         let both = child_with_tails(|i| i % 10 == 3, |i| i % 10 == 8);
         assert_eq!(tails_trimmed_warnings(&both), Vec::<Warning>::new());
+    }
+
+    #[test]
+    fn workers_sharing_a_cpu_are_judged_over_their_own_windows_not_the_mean_over_cpus() {
+        // CPU 0: two workers whose windows (0.586 s) outlast the slice's time, the mean over
+        // both CPUs (0.419 s); each waited 0.284 s, the other's turns: 48% of their windows,
+        // which two sharing a CPU give each other, not 68% of the slice's time.
+        let mut report = synthetic_report(&[(1e6, 1e6)]);
+        let m = &mut report.measurements[0];
+        m.result.elapsed_ns = 419_000_000;
+        let template = m.result.workers[0].clone();
+        m.result.workers = (0..2)
+            .map(|_| run::WorkerResult {
+                cpu: 0,
+                span_ns: 586_000_000,
+                on_cpu_ns: Some(293_000_000),
+                wait_ns: Some(284_000_000),
+                steal_ns: Some(0),
+                ..template.clone()
+            })
+            .collect();
+        let workers: Vec<&run::WorkerResult> = report.measurements[0].result.workers.iter().collect();
+        let warnings = cpu_time_warnings(&report, &report.measurements[0], 0, &workers);
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 
     #[test]

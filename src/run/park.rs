@@ -63,6 +63,10 @@ pub struct WorkerParker<'a> {
     settler: Cell<bool>,
     /// The settling window's end: it parks at no boundary before it.
     settles_until_ns: Cell<u64>,
+    /// The crew's last wake by the harness (`Control::woken_ns`).
+    crew_woken_ns: &'a AtomicU64,
+    /// When it took its last reading.
+    read_ns: Cell<u64>,
 }
 
 impl<'a> WorkerParker<'a> {
@@ -84,6 +88,8 @@ impl<'a> WorkerParker<'a> {
             woken_to_settle: Cell::new(false),
             settler: Cell::new(false),
             settles_until_ns: Cell::new(0),
+            crew_woken_ns: &slots.control().woken_ns,
+            read_ns: Cell::new(0),
         })
     }
 
@@ -94,6 +100,7 @@ impl<'a> WorkerParker<'a> {
     /// Its counters now, as the window from `resumed_ns` to now; published by the caller.
     pub fn take_reading(&self, resumed_ns: u64) {
         let parked_ns = monotonic_ns();
+        self.read_ns.set(parked_ns);
         let mut times = self.times.borrow_mut();
         let sched = times.sched();
         self.waited_ns.set(sched.and_then(|s| s.wait_ns));
@@ -154,9 +161,19 @@ impl<'a> WorkerParker<'a> {
                     futex_wake(self.parked, 1);
                 }
             }
-            self.leave_out_parked_wait();
-            futex_wait(self.command, command, None);
-            self.resumed_ns.set(self.woken_ns());
+            if self.command.load(Ordering::Acquire) == command {
+                self.leave_out_parked_wait(u64::MAX);
+                futex_wait(self.command, command, None);
+                self.resumed_ns.set(self.woken_ns());
+            } else {
+                // Woken before it slept: it waited for its CPU from its reading on (the last
+                // to park wakes the SCHED_FIFO harness, which preempts it there, reads and
+                // wakes the crew; with 32 workers a CPU its turn came 0.67 s after that wake).
+                // Its window starts at the wake, and only its wait before it is left out.
+                let woken_ns = self.crew_woken_ns.load(Ordering::Acquire);
+                self.leave_out_parked_wait(woken_ns.saturating_sub(self.read_ns.get()));
+                self.resumed_ns.set(woken_ns);
+            }
             let settle_until_ns = self.settle_until_ns.load(Ordering::Acquire);
             self.woken_to_settle.set(settle_until_ns > 0);
             self.settles_until_ns.set(settle_until_ns);
@@ -175,10 +192,11 @@ impl<'a> WorkerParker<'a> {
         now.saturating_sub(waited.unwrap_or(0))
     }
 
-    /// Just before it sleeps: what it waited for its CPU since its reading is in no window.
-    fn leave_out_parked_wait(&self) {
+    /// Just before it sleeps: what it waited for its CPU since its reading, up to `at_most_ns`
+    /// of it, is in no window.
+    fn leave_out_parked_wait(&self, at_most_ns: u64) {
         if let Some(waited) = self.waited_since_read() {
-            self.parked_wait_ns.set(self.parked_wait_ns.get() + waited);
+            self.parked_wait_ns.set(self.parked_wait_ns.get() + waited.min(at_most_ns));
         }
     }
 
@@ -306,6 +324,7 @@ fn wake(slots: &Slots, settle_until_ns: u64) {
     let control = slots.control();
     control.parked.store(0, Ordering::Release);
     control.settle_until_ns.store(settle_until_ns, Ordering::Release);
+    control.woken_ns.store(monotonic_ns(), Ordering::Release);
     let command = control.command.fetch_add(1, Ordering::AcqRel) + 1;
     debug_assert!(command & 1 == 0, "a resume is asked of a parked crew");
     futex_wake(&control.command, i32::MAX);

@@ -21,6 +21,10 @@ pub struct Control {
     pub command: AtomicU32,
     pub parked: AtomicU32,
     pub settle_until_ns: AtomicU64,
+    /// CLOCK_MONOTONIC ns of the harness's last wake of the crew, written before the command
+    /// is made even: where a worker was still on its way to its sleep then, its window starts
+    /// there.
+    pub woken_ns: AtomicU64,
 }
 
 /// A field of `Reading` no source gave (no schedstat, no children): never a real count.
