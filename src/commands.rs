@@ -267,7 +267,7 @@ fn load(path: &str) -> Result<RunFile> {
 }
 
 /// Two runs' settings that differ, refused (the user's pairing, exit 2) unless --force; with
-/// it, what differs, to be said.
+/// it, one warning naming both files and what differs.
 fn settings_agree(a: &RunFile, b: &RunFile, force: bool) -> Result<Vec<String>> {
     let settings = compare::setting_differences(a, b);
     if !settings.is_empty() && !force {
@@ -278,7 +278,16 @@ fn settings_agree(a: &RunFile, b: &RunFile, force: bool) -> Result<Vec<String>> 
             settings.join("; ")
         )));
     }
-    Ok(settings)
+    // With --force, one warning naming both files, as the refusal does.
+    Ok(match settings.is_empty() {
+        true => Vec::new(),
+        false => vec![format!(
+            "{} vs {}: rows measured with different settings ({}), compared as --force asks: the change mixes their effect into the kernel's",
+            a.name,
+            b.name,
+            settings.join("; ")
+        )],
+    })
 }
 
 /// One side of `compare`: a file, or several runs' files joined by commas (a path that is a
@@ -319,6 +328,8 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
     let base = load_side(base, force)?;
     let mut changes = Vec::new();
     let mut levels = Vec::new();
+    // Each warning once: the base's own are the same beside every new file.
+    let mut warned = std::collections::BTreeSet::new();
     for text in new {
         let side = load_side(text, force)?;
         let file = &side[0];
@@ -341,7 +352,9 @@ pub fn compare(base: &str, new: &[String], format: export::Format, force: bool) 
             settings_agree(b, n, force)?;
         }
         for warning in compare::side_warnings(&base, &side).into_iter().chain(settings) {
-            say!("faultscale: warning: {warning}");
+            if warned.insert(warning.clone()) {
+                say!("faultscale: warning: {warning}");
+            }
         }
         changes.extend(compare::compare(&base, &side));
         // Said under every new file's rows: with several, each line names its file.

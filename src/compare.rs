@@ -10,6 +10,7 @@
 use crate::report::lkp;
 use crate::results::{FileState, Key, RunFile};
 use crate::stats::{self, Estimate, Placed, summarize, values};
+use crate::text::signed;
 
 /// Whether a change is significant; written `yes`, `no` and `?` in compare's CSV.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -135,7 +136,8 @@ fn scalability(file: &RunFile, key: &crate::results::Key) -> Option<f64> {
 }
 
 /// Rows of the two files whose settings differ, one line each: comparing them would mix a
-/// setting's effect into the kernel's.
+/// setting's effect into the kernel's. Fixed work against a timed run is one of them: a pass's
+/// rate counts its workers' start and finish, a timed slice's does not.
 pub fn setting_differences(base: &RunFile, new: &RunFile) -> Vec<String> {
     let mut differences = std::collections::BTreeSet::new();
     for (key, base_settings) in &base.settings {
@@ -144,11 +146,24 @@ pub fn setting_differences(base: &RunFile, new: &RunFile) -> Vec<String> {
             if let Some(new_value) = new_settings.get(setting)
                 && new_value != base_value
             {
-                differences.insert(format!("{setting} {base_value:?} vs {new_value:?}"));
+                differences.insert(setting_difference(setting, base_value, new_value));
             }
         }
     }
     differences.into_iter().collect()
+}
+
+/// One setting's two values as `setting_differences` says them; a timed run (an empty
+/// `iterations_per_task`) against fixed work in words.
+fn setting_difference(setting: &str, base: &str, new: &str) -> String {
+    let work = |iterations: &str| match iterations {
+        "" => "a timed run (--duration)".to_string(),
+        n => format!("fixed work (--iterations {n})"),
+    };
+    match setting {
+        "iterations_per_task" if base.is_empty() || new.is_empty() => format!("{} vs {}", work(base), work(new)),
+        _ => format!("{setting} {base:?} vs {new:?}"),
+    }
 }
 
 /// One side of a comparison: one run, or several runs of one kernel.
@@ -602,17 +617,15 @@ pub fn state_note(file: &RunFile) -> Option<String> {
 }
 
 /// What `differences` says of the sides' first files, and what each side's units are: a run
-/// of one cgroup instance tests nothing alone.
+/// of one cgroup instance tests nothing alone. Each warning once: a file compared with itself
+/// is one file.
 pub fn side_warnings(base: &Side, new: &Side) -> Vec<String> {
     let mut warnings = differences(&base[0], &new[0]);
     for side in [base, new] {
         if let [only] = side
             && only.units() < 2
         {
-            warnings.push(format!(
-                "{}: one run of one cgroup instance (one crew generation: a run under 5 s, or --generations 1): its interval is its slices', which share that instance's cost and say nothing of the next run's, so its rows are not tested (?); measure 5 s or more, or give several runs a side (FILE,FILE,...)",
-                only.name
-            ));
+            warnings.push(one_instance_note(only));
         }
     }
     warnings.extend(lock_notes(base, new));
@@ -623,12 +636,30 @@ pub fn side_warnings(base: &Side, new: &Side) -> Vec<String> {
             new.len()
         ));
     }
+    let mut said = std::collections::BTreeSet::new();
+    warnings.retain(|warning| said.insert(warning.clone()));
     warnings
+}
+
+/// A run of one cgroup instance, alone on its side, and why it has one: fixed work
+/// (`--iterations`) measures every pass in one, a timed run under 5 s (or `--generations 1`)
+/// makes one crew generation.
+fn one_instance_note(file: &RunFile) -> String {
+    let (why, instead) = match file.fixed_work() {
+        true => ("fixed work (--iterations) measures every pass in the one", ""),
+        false => ("one crew generation: a run under 5 s, or --generations 1", "measure 5 s or more, or "),
+    };
+    format!(
+        "{}: one run of one cgroup instance ({why}): its interval is its slices', which share that instance's cost and say nothing of the next run's, so its rows are not tested (?); {instead}give several runs a side (FILE,FILE,...)",
+        file.name
+    )
 }
 
 /// --locks: one line per file without lock figures where another file has them (lock waits
 /// are then compared nowhere, the rest as ever), or where its run asked for them and said why
-/// it got none: unknown, never zero. Files where none has lock figures nor asked: nothing.
+/// it got none (a JSON file's warning: a CSV file cannot say): unknown, never zero. Files
+/// where none has lock figures nor asked: nothing. And one per file with lock figures whose
+/// rows lack them in some slice, which `has_locks` leaves uncompared.
 pub fn lock_notes(base: &Side, new: &Side) -> Vec<String> {
     let mut files: Vec<&RunFile> = Vec::new();
     for file in base.iter().chain(new) {
@@ -636,7 +667,8 @@ pub fn lock_notes(base: &Side, new: &Side) -> Vec<String> {
             files.push(file);
         }
     }
-    let with: Vec<&str> = files.iter().filter(|f| !f.lock_waits.is_empty()).map(|f| f.name.as_str()).collect();
+    let with: Vec<String> = files.iter().filter(|f| !f.lock_waits.is_empty()).map(|f| f.name.clone()).collect();
+    let has = if with.len() == 1 { "has" } else { "have" };
     let mut notes = Vec::new();
     for file in files.iter().filter(|f| f.lock_waits.is_empty()) {
         let name = &file.name;
@@ -644,14 +676,29 @@ pub fn lock_notes(base: &Side, new: &Side) -> Vec<String> {
             (Some(why), true) => format!("{name}: --locks gave that run no lock figures ({why}): unknown, not zero"),
             (Some(why), false) => format!(
                 "{name}: --locks gave that run no lock figures ({why}): lock waits are not compared with {}'s; the rest is",
-                named(&with.iter().map(|w| w.to_string()).collect::<Vec<_>>())
+                named(&with)
+            ),
+            (None, false) if file.csv => format!(
+                "{name} carries no lock figures where {} {has} (a CSV file cannot say whether its run asked for --locks, nor why it got none; the run's JSON says): lock waits are not compared; the rest is",
+                named(&with)
             ),
             (None, false) => format!(
-                "{name} has no lock figures (a run without --locks, or from before it) where {} has: lock waits are not compared; the rest is",
-                named(&with.iter().map(|w| w.to_string()).collect::<Vec<_>>())
+                "{name} has no lock figures (a run without --locks, or from before it) where {} {has}: lock waits are not compared; the rest is",
+                named(&with)
             ),
             (None, true) => continue,
         });
+    }
+    for file in files.iter().filter(|f| !f.lock_waits.is_empty()) {
+        let lacking: Vec<String> = file.rates.keys().filter(|k| !file.has_locks(k)).map(Key::label).collect();
+        if !lacking.is_empty() {
+            notes.push(format!(
+                "{}: {} row(s) lack lock figures in some slice (a run writes lock_contentions_per_kop and lock_wait_ns_per_op for every slice, or for none): {}: their lock waits are not compared; the rest is",
+                file.name,
+                lacking.len(),
+                named(&lacking)
+            ));
+        }
     }
     for file in files.iter().filter(|f| !f.lock_waits.is_empty() && f.lock_callers.is_empty()) {
         notes.push(format!(
@@ -679,18 +726,18 @@ pub fn level_changes(base: &Side, new: &Side) -> Vec<String> {
                 let h = (hb * hb + hn * hn).sqrt();
                 let change = n.ns_per_fault - b.ns_per_fault;
                 let verdict = if change.abs() > h { "significant" } else { "not significant" };
-                format!(" (95% CI {:+.1} to {:+.1}, {verdict})", change - h, change + h)
+                format!(" (95% CI {} to {}, {verdict})", signed(change - h, 1), signed(change + h, 1))
             }
             _ => String::new(),
         };
         lines.push(format!(
-            "each memcg level ({} {} {}): {:.1} -> {:.1} ns/fault, change {:+.1} ns{interval}",
+            "each memcg level ({} {} {}): {:.1} -> {:.1} ns/fault, change {} ns{interval}",
             key.0,
             key.1,
             crate::text::plural(key.2 as usize, "task"),
             b.ns_per_fault,
             n.ns_per_fault,
-            n.ns_per_fault - b.ns_per_fault
+            signed(n.ns_per_fault - b.ns_per_fault, 1)
         ));
     }
     lines
@@ -708,18 +755,19 @@ fn level_changes_over_runs(base: &Side, new: &Side) -> Vec<String> {
         let interval = match stats::difference(&b, &n) {
             Some(c) => {
                 let verdict = if c.p < 0.05 { "significant" } else { "not significant" };
-                format!(" (95% CI {:+.1} to {:+.1}, {verdict}, over {} and {} runs)", c.low, c.high, b.len(), n.len())
+                let (low, high) = (signed(c.low, 1), signed(c.high, 1));
+                format!(" (95% CI {low} to {high}, {verdict}, over {} and {} runs)", b.len(), n.len())
             }
             None => format!(" (not tested: {} and {} runs)", b.len(), n.len()),
         };
         lines.push(format!(
-            "each memcg level ({} {} {}): {:.1} -> {:.1} ns/fault, change {:+.1} ns{interval}",
+            "each memcg level ({} {} {}): {:.1} -> {:.1} ns/fault, change {} ns{interval}",
             key.0,
             key.1,
             crate::text::plural(key.2 as usize, "task"),
             mean_b.mean,
             mean_n.mean,
-            mean_n.mean - mean_b.mean
+            signed(mean_n.mean - mean_b.mean, 1)
         ));
     }
     lines
@@ -1193,6 +1241,96 @@ mod tests {
         );
         assert!(lock_notes(one(&without), one(&without)).is_empty());
         assert!(side_warnings(one(&refused), one(&without)).iter().any(|w| w.contains("unknown, not zero")));
+        // A CSV file cannot say whether its run asked for --locks, nor why it got none: the
+        // refused run's CSV is said to carry none, not to come from a run without --locks.
+        let mut csv = Vec::new();
+        let refused_report = synthetic_report(&[(100_000.0, 90_000.0); 6]);
+        crate::export::csv::write_rows(&mut csv, &crate::export::csv::rows(&refused_report, false)).unwrap();
+        let csv = RunFile::from_csv("refused.csv".into(), std::str::from_utf8(&csv).unwrap()).unwrap();
+        assert_eq!(
+            lock_notes(one(&with), one(&csv)),
+            [
+                "refused.csv carries no lock figures where a.json has (a CSV file cannot say whether its run asked for --locks, nor why it got none; the run's JSON says): lock waits are not compared; the rest is"
+            ]
+        );
+        // Several files with them: "have".
+        let others = [lock_file("b.json", 10.0, SPIN), lock_file("c.json", 10.0, SPIN)];
+        assert_eq!(
+            lock_notes(one(&without), &others),
+            [
+                "plain.json has no lock figures (a run without --locks, or from before it) where b.json, c.json have: lock waits are not compared; the rest is"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_row_whose_lock_figures_stop_part_way_is_named() {
+        // A --locks run's CSV with one slice's contentions wiped: that row's lock line would
+        // go without a word.
+        let report = crate::report::fixture::with_locks(
+            crate::report::fixture::synthetic_report(&[(100_000.0, 90_000.0); 6]),
+            |_, _| 10.0,
+            |_, _| SPIN.to_vec(),
+        );
+        let mut rows = crate::export::csv::rows(&report, false);
+        let wiped = rows.iter_mut().find(|r| r.placement == "child").unwrap();
+        wiped.lock_contentions_per_kop = None;
+        let mut csv = Vec::new();
+        crate::export::csv::write_rows(&mut csv, &rows).unwrap();
+        let csv = RunFile::from_csv("c.csv".into(), std::str::from_utf8(&csv).unwrap()).unwrap();
+        let with = lock_file("a.json", 10.0, SPIN);
+        let changes = compare(one(&with), one(&csv));
+        assert!(changes[0].base_lock_wait_ns_per_op.is_some() && changes[1].base_lock_wait_ns_per_op.is_none());
+        let notes = lock_notes(one(&with), one(&csv));
+        assert!(
+            notes.contains(&"c.csv: 1 row(s) lack lock figures in some slice (a run writes lock_contentions_per_kop and lock_wait_ns_per_op for every slice, or for none): anon process 2t child: their lock waits are not compared; the rest is".to_string()),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn a_file_against_itself_is_warned_of_once() {
+        let file = synthetic_file("a.csv", 1, 1);
+        let warnings = side_warnings(one(&file), one(&file));
+        let mut unique = warnings.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(warnings.len(), unique.len(), "{warnings:#?}");
+        assert_eq!(warnings.iter().filter(|w| w.contains("one run of one cgroup instance")).count(), 1);
+    }
+
+    #[test]
+    fn fixed_work_against_a_timed_run_is_a_settings_difference() {
+        use crate::report::fixture::synthetic_report;
+        let written = |iterations: Option<u64>, name: &str| {
+            let mut report = synthetic_report(&[(100_000.0, 90_000.0); 6]);
+            report.env.run_id = name.into();
+            report.plan.workload.fixed_iterations = iterations;
+            let mut json = Vec::new();
+            crate::export::json::write(&mut json, &report, false).unwrap();
+            let mut csv = Vec::new();
+            crate::export::csv::write_rows(&mut csv, &crate::export::csv::rows(&report, false)).unwrap();
+            (
+                RunFile::from_json(format!("{name}.json"), std::str::from_utf8(&json).unwrap()).unwrap(),
+                RunFile::from_csv(format!("{name}.csv"), std::str::from_utf8(&csv).unwrap()).unwrap(),
+            )
+        };
+        let ((timed, timed_csv), (fixed, fixed_csv)) = (written(None, "timed"), written(Some(100), "fixed"));
+        let said = ["a timed run (--duration) vs fixed work (--iterations 100)"];
+        for (a, b) in [(&timed, &fixed), (&timed_csv, &fixed), (&timed, &fixed_csv), (&timed_csv, &fixed_csv)] {
+            assert_eq!(setting_differences(a, b), said, "{} vs {}", a.name, b.name);
+        }
+        assert_eq!(setting_differences(&fixed, &timed), ["fixed work (--iterations 100) vs a timed run (--duration)"]);
+        assert!(
+            setting_differences(&timed, &timed_csv).is_empty() && setting_differences(&fixed, &fixed_csv).is_empty()
+        );
+        // A fixed-work run has one cgroup instance, and is no "run under 5 s".
+        let warnings = side_warnings(one(&fixed), one(&fixed_csv));
+        let notes: Vec<&String> = warnings.iter().filter(|w| w.contains("one run of one cgroup instance")).collect();
+        assert_eq!(notes.len(), 2, "{warnings:#?}");
+        assert!(notes.iter().all(|w| w.contains("(fixed work (--iterations) measures every pass in the one)")));
+        assert!(warnings.iter().all(|w| !w.contains("5 s")), "{warnings:#?}");
+        assert!(side_warnings(one(&timed), one(&timed)).iter().any(|w| w.contains("a run under 5 s")));
     }
 
     #[test]

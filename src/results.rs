@@ -79,6 +79,8 @@ pub struct RunFile {
     /// --locks was asked and gave no lock figures: why, as the run's warning said (JSON files
     /// only). Its figures are unknown, never zero.
     pub locks_absent: Option<String>,
+    /// A CSV file: it cannot say whether --locks was asked, nor why its run had no figures.
+    pub csv: bool,
     /// Per row key, the settings that must agree for two files' rows to be compared.
     pub settings: BTreeMap<Key, BTreeMap<&'static str, String>>,
     /// Some rows come from a run a signal ended early.
@@ -306,7 +308,7 @@ fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> 
                 "{name}: {row}: {what} {text:?}: no run writes a zero rate or ratio (a slice that counted nothing fails); is this a faultscale file?"
             )
         }
-        Some(v) if v > 0.0 && v < MIN_FIGURE => bail!(
+        Some(v) if v > 0.0 && v < MIN_FIGURE && !DIFFERENCED.contains(&what) => bail!(
             "{name}: {row}: {what} {text:?} is below anything a machine measures (at least {MIN_FIGURE:e} where not 0); is this a faultscale file?"
         ),
         Some(v) if v.is_finite() && (0.0..=MAX_FIGURE).contains(&v) => Ok(v),
@@ -320,6 +322,10 @@ fn figure(name: &str, row: &str, what: &str, value: Option<f64>, text: &str) -> 
 /// No rate (a trillion faults a second), ratio or nanoseconds per fault a run writes comes
 /// near this; past it a figure would only overflow the statistics and the charts.
 const MAX_FIGURE: f64 = 1e12;
+
+/// --locks' figures are differenced, never divided by, so no small one overflows anything: a
+/// wait of 50 ns over 10^9 operations (5e-8 ns per operation) is a figure, below `MIN_FIGURE`.
+const DIFFERENCED: [&str; 2] = ["lock_contentions_per_kop", "lock_wait_ns_per_op"];
 
 /// Nor does any come near this from below, but 0 (a placement without memcg time): a rate of
 /// one fault in 11 days, a ratio of a millionth. Past it, ratios of ratios overflow to +inf%.
@@ -536,8 +542,9 @@ impl RunFile {
 
     /// --locks: a slice's (contentions per 1,000 operations, wait ns per operation), both or
     /// neither, placed beside its rate (before `add`), and each caller's wait where the file
-    /// names them (`counts`, JSON). The figures were checked finite and not negative with the
-    /// row's others; zero is a figure here (no contention), absence is not.
+    /// names them (`counts`, JSON). The figures were checked finite, not negative and within
+    /// what a machine measures (`figure`); zero is a figure here (no contention), absence is
+    /// not.
     fn add_locks(
         &mut self,
         key: &Key,
@@ -614,7 +621,7 @@ impl RunFile {
         input.seek(std::io::SeekFrom::Start(start)).with_context(|| format!("reading {name}"))?;
         let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(input);
         reader.headers().with_context(|| format!("{name}: not a faultscale CSV"))?;
-        let mut file = RunFile { name: name.clone(), rounds, ..Default::default() };
+        let mut file = RunFile { name: name.clone(), rounds, csv: true, ..Default::default() };
         for (line, record) in reader.records().enumerate() {
             let record = record.with_context(|| format!("{name}: row {}", line + 2))?;
             // Its "cpu" cell is not empty, so it would pass for a --per-cpu row.
@@ -748,7 +755,11 @@ impl RunFile {
             let placed = self.next_place(&k, generation, value);
             self.memcg_ns.entry(k.clone()).or_default().push(placed);
         }
-        self.add_locks(&k, generation, (row.lock_contentions_per_kop, row.lock_wait_ns_per_op), None);
+        let lock_figures = (
+            row.lock_contentions_per_kop.map(|v| number("lock_contentions_per_kop", v)).transpose()?,
+            row.lock_wait_ns_per_op.map(|v| number("lock_wait_ns_per_op", v)).transpose()?,
+        );
+        self.add_locks(&k, generation, lock_figures, None);
         let throughput = row.throughput_vs_baseline.map(|v| number("throughput_vs_baseline", v)).transpose()?;
         self.add(k, generation, rate, overhead, throughput, row.cpu_ns_per_fault.is_some());
         Ok(())
@@ -782,6 +793,12 @@ impl RunFile {
             None => drop(self.generations.insert(round, generation)),
         }
         Ok(generation)
+    }
+
+    /// Whether the file's run did fixed work (`--iterations`: its `iterations_per_task` set),
+    /// not a timed run.
+    pub fn fixed_work(&self) -> bool {
+        self.settings.values().any(|s| s.get("iterations_per_task").is_some_and(|n| !n.is_empty()))
     }
 
     /// The cgroup instances (crew generations) the file's slices came from: the fewest of any
@@ -1057,7 +1074,10 @@ impl RunFile {
                 row_settings.entry(setting).or_insert(value);
             }
         }
-        let lock_figures = (m.lock_contentions_per_kop, m.lock_wait_ns_per_op);
+        let lock_figures = (
+            m.lock_contentions_per_kop.map(|v| number("lock_contentions_per_kop", v)).transpose()?,
+            m.lock_wait_ns_per_op.map(|v| number("lock_wait_ns_per_op", v)).transpose()?,
+        );
         self.add_locks(&k, generation, lock_figures, m.result.locks.as_ref());
         let throughput = m.throughput_vs_baseline.map(|value| number("throughput_vs_baseline", value)).transpose()?;
         self.add(k, generation, rate, overhead, throughput, m.cpu_ns_per_fault.is_some());
@@ -1112,6 +1132,37 @@ mod tests {
         assert!(RunFile::from_json("x.json".into(), json).unwrap_err().to_string().contains("faults_per_sec"));
         let json = r#"{"settings":{"workload":"anon"},"measurements":[{"placement":"root","faults_per_sec":1,"memcg_ns_per_fault":-1e308,"result":{"workers":[{}]}}]}"#;
         assert!(RunFile::from_json("x.json".into(), json).unwrap_err().to_string().contains("memcg_ns_per_fault"));
+    }
+
+    #[test]
+    fn lock_figures_beyond_a_machine_are_refused_as_the_others_are() {
+        // A wait of 1e308 ns per fault read as a figure would print "29.7 -> inf" in compare.
+        let header = "workload,mode,tasks,placement,cpu,faults_per_sec,overhead_vs_baseline,lock_contentions_per_kop,lock_wait_ns_per_op\n";
+        for (row, why) in [
+            ("anon,process,2,root,,5,,1,1e308", "lock_wait_ns_per_op \"1e308\" is beyond anything a machine measures"),
+            ("anon,process,2,root,,5,,1e20,1", "lock_contentions_per_kop \"1e20\" is beyond anything"),
+            ("anon,process,2,root,,5,,1,inf", "lock_wait_ns_per_op \"inf\" is not a finite, non-negative number"),
+            ("anon,process,2,root,,5,,1,-50", "lock_wait_ns_per_op \"-50\" is not a finite, non-negative number"),
+        ] {
+            let err = RunFile::from_csv("x.csv".into(), &format!("{header}{row}\n")).unwrap_err();
+            assert!(!is_mixed(&err), "a figure no machine measures is no usage error (exit 1): {err}");
+            let err = err.to_string();
+            assert!(err.starts_with("x.csv: row 2: ") && err.contains(why), "{row}: {err}");
+        }
+        let json = |wait: &str| {
+            format!(
+                r#"{{"settings":{{"workload":"anon"}},"measurements":[{{"placement":"root","faults_per_sec":1,"lock_contentions_per_kop":1,"lock_wait_ns_per_op":{wait},"result":{{"workers":[{{}}]}}}}]}}"#
+            )
+        };
+        let err = RunFile::from_json("x.json".into(), &json("1e308")).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "x.json: root: lock_wait_ns_per_op \"1e+308\" is beyond anything a machine measures (at most 1e12); is this a faultscale file?"
+        );
+        // A wait of 50 ns over 10^9 faults is a figure: lock figures are differenced, never
+        // divided by, so no floor applies to them.
+        let file = RunFile::from_json("x.json".into(), &json("5e-8")).unwrap();
+        assert_eq!(crate::stats::values(&file.lock_waits[&key("anon", "process", 1, "root")]), [5e-8]);
     }
 
     #[test]

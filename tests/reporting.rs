@@ -290,6 +290,60 @@ fn the_progress_line_shows_on_a_terminal_only() {
     assert!(!text(&piped.stderr).contains("s left"), "{}", text(&piped.stderr));
 }
 
+/// Fixed work against a timed run is a settings difference: refused without --force, said
+/// with it; each warning is said once however many new files share the base, and a fixed-work
+/// run's one cgroup instance is never "a run under 5 s".
+#[test]
+fn compare_refuses_fixed_work_against_a_timed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, work: &str| {
+        let path = dir.path().join(name);
+        let slice = |placement: &str, rate: u32, slice: u32| {
+            format!(
+                r#"{{"placement":"{placement}","faults_per_sec":{rate},"repetition":1,"slice":{slice},"result":{{"workers":[{{}}]}}}}"#
+            )
+        };
+        let slices = [slice("base", 5, 1), slice("child", 4, 1), slice("base", 6, 2), slice("child", 5, 2)];
+        let document = format!(r#"{{"settings":{{"workload":"anon",{work}}},"measurements":[{}]}}"#, slices.join(","));
+        std::fs::write(&path, document).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let timed = file("timed.json", r#""duration_s":2.0"#);
+    let fixed = file("fixed.json", r#""duration_s":null,"iterations_per_task":100"#);
+    let fixed_too = file("fixed2.json", r#""iterations_per_task":100"#);
+    let refused = faultscale(&["compare", &timed, &fixed]);
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("rows measured with different settings cannot be compared (a timed run (--duration) vs fixed work (--iterations 100)); rerun alike, or --force"),
+        "{stderr}"
+    );
+    let forced = faultscale(&["compare", &timed, &fixed, &fixed_too, "--force"]);
+    let stderr = text(&forced.stderr);
+    assert!(forced.status.success(), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    let unique: std::collections::BTreeSet<&str> = lines.iter().copied().collect();
+    assert_eq!(lines.len(), unique.len(), "each warning once: {stderr}");
+    for name in ["fixed.json", "fixed2.json"] {
+        let said = format!(
+            "/{name}: rows measured with different settings (a timed run (--duration) vs fixed work (--iterations 100)), compared as --force asks"
+        );
+        assert!(stderr.contains(&said), "{stderr}");
+    }
+    assert_eq!(
+        lines.iter().filter(|l| l.contains("timed.json: one run of one cgroup instance")).count(),
+        1,
+        "{stderr}"
+    );
+    for name in ["fixed.json", "fixed2.json"] {
+        let note = format!(
+            "{name}: one run of one cgroup instance (fixed work (--iterations) measures every pass in the one)"
+        );
+        assert!(stderr.contains(&note), "{stderr}");
+    }
+    assert!(lines.iter().filter(|l| l.contains("5 s")).all(|l| l.contains("timed.json: ")), "{stderr}");
+}
+
 #[test]
 fn compare_refuses_rows_measured_with_other_settings() {
     let dir = tempfile::tempdir().unwrap();

@@ -8,7 +8,7 @@ use anyhow::Result;
 use super::{mark, overhead_change, pct};
 use crate::compare::Change;
 use crate::results::key;
-use crate::text::thousands;
+use crate::text::{signed, thousands};
 
 /// `compare` as a terminal table, grouped by the new file.
 pub fn write(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
@@ -43,7 +43,9 @@ pub fn write(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
         )?;
         if let (Some(base), Some(new)) = (c.base_memcg_ns, c.new_memcg_ns) {
             let change = match (c.memcg_ns_change, c.memcg_ns_change_low, c.memcg_ns_change_high, c.memcg_p_holm) {
-                (Some(v), Some(low), Some(high), Some(p)) => format!("{v:+.1} ns ({low:+.1} to {high:+.1}) p={p:.3}"),
+                (Some(v), Some(low), Some(high), Some(p)) => {
+                    format!("{} ns ({} to {}) p={p:.3}", signed(v, 1), signed(low, 1), signed(high, 1))
+                }
                 _ => "-".into(),
             };
             writeln!(out, "{:<width$}   memcg ns/fault {base:.1} -> {new:.1}: {change}", "")?;
@@ -94,9 +96,9 @@ fn lkp_terms(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
         let label = key(&c.workload, &c.mode, c.tasks, &c.placement).label();
         let line = |base: f64, new: f64, metric: String, digits: usize| -> String {
             format!(
-                "{:>14} {:>+8.1}% {:>14}  {metric:<30} {label}",
+                "{:>14} {:>8}% {:>14}  {metric:<30} {label}",
                 if digits == 0 { thousands(base) } else { format!("{base:.digits$}") },
-                100.0 * (new - base) / base,
+                signed(100.0 * (new - base) / base, 1),
                 if digits == 0 { thousands(new) } else { format!("{new:.digits$}") },
             )
         };

@@ -22,6 +22,7 @@ use anyhow::Result;
 
 use crate::compare::{Change, Significance};
 use crate::report::Report;
+use crate::text::signed;
 
 /// A file format a run can write, named by its own option (`--csv FILE`).
 pub trait Exporter: Sync {
@@ -90,7 +91,9 @@ fn overhead_change(change: &Change) -> String {
         change.overhead_change_high_pct,
         change.overhead_p_holm,
     ) {
-        (Some(value), Some(low), Some(high), Some(p)) => format!("{value:+.1}% ({low:+.1} to {high:+.1}) p={p:.3}"),
+        (Some(value), Some(low), Some(high), Some(p)) => {
+            format!("{}% ({} to {}) p={p:.3}", signed(value, 1), signed(low, 1), signed(high, 1))
+        }
         _ => "-".into(),
     }
 }
@@ -111,7 +114,7 @@ fn difference_change(
 ) -> String {
     match (value, low, high, p) {
         (Some(v), Some(low), Some(high), Some(p)) => {
-            format!("{v:+.digits$} ({low:+.digits$} to {high:+.digits$}) p={p:.3}")
+            format!("{} ({} to {}) p={p:.3}", signed(v, digits), signed(low, digits), signed(high, digits))
         }
         _ => "? (not tested)".into(),
     }
@@ -145,8 +148,8 @@ fn lock_change(c: &Change, contentions: bool) -> String {
 /// A caller's change with its interval, no p (`CallerChange`): `+2.2 (-1.0 to +5.4)`.
 fn caller_change(caller: &crate::compare::CallerChange) -> String {
     match caller.change {
-        Some(c) => format!("{:+.1} ({:+.1} to {:+.1})", c.change, c.low, c.high),
-        None => format!("{:+.1} ? (not tested)", caller.new_wait_ns_per_op - caller.base_wait_ns_per_op),
+        Some(c) => format!("{} ({} to {})", signed(c.change, 1), signed(c.low, 1), signed(c.high, 1)),
+        None => format!("{} ? (not tested)", signed(caller.new_wait_ns_per_op - caller.base_wait_ns_per_op, 1)),
     }
 }
 
@@ -312,6 +315,40 @@ mod tests {
             comparison(&mut out, std::slice::from_ref(&with_locks), format).unwrap();
             let text = String::from_utf8(out).unwrap();
             assert!(text.contains(expected), "{format:?}: {text}");
+        }
+        // Changes that round to zero from below print +0.0, never -0.0 (a run against itself).
+        let near_zero = Change {
+            change_pct: -0.001,
+            overhead_change_pct: Some(-0.01),
+            overhead_change_low_pct: Some(-0.04),
+            base_memcg_ns: Some(10.0),
+            new_memcg_ns: Some(10.0),
+            memcg_ns_change: Some(-0.01),
+            memcg_ns_change_low: Some(-0.04),
+            memcg_ns_change_high: Some(0.02),
+            memcg_p_holm: Some(1.0),
+            new_per_task_ops: 49_999.99,
+            lock_wait_ns_per_op_change: Some(-0.01),
+            lock_wait_ns_per_op_change_low: Some(-0.04),
+            lock_wait_ns_per_op_change_high: Some(0.02),
+            lock_contentions_per_kop_change: Some(-0.001),
+            lock_contentions_per_kop_change_low: Some(-0.004),
+            lock_contentions_per_kop_change_high: Some(0.002),
+            lock_contentions_p_holm: Some(1.0),
+            lock_callers: vec![crate::compare::CallerChange {
+                caller: "spinlock rcu_core".into(),
+                base_wait_ns_per_op: 1.0,
+                new_wait_ns_per_op: 0.99,
+                change: Some(crate::stats::RatioChange { change: -0.01, low: -0.04, high: 0.02, p: 1.0 }),
+            }],
+            ..with_locks
+        };
+        for format in [Format::Table, Format::Markdown] {
+            let mut out = Vec::new();
+            comparison(&mut out, std::slice::from_ref(&near_zero), format).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(!text.contains("-0.0"), "{format:?}: {text}");
+            assert!(text.contains("+0.0 (+0.0 to +0.0)") && text.contains("+0.00 (+0.00 to +0.00)"), "{text}");
         }
     }
 }

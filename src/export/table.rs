@@ -12,7 +12,7 @@ use crate::report::locks::Difference;
 use crate::report::{Measurement, PlacementSummary, Report};
 use crate::run::Mode;
 use crate::stats::summarize;
-use crate::text::{seconds, thousands};
+use crate::text::{seconds, signed, thousands};
 
 pub fn write(out: &mut dyn Write, report: &Report) -> Result<()> {
     let columns = Columns::new(report);
@@ -367,28 +367,43 @@ fn overhead_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSu
 
 /// --locks: where a placement's lock wait per operation over the baseline's is resolved
 /// above 0 (`LockSummary::added_wait`), the overhead comes from waiting too, said beside the
-/// on-CPU figure, with the caller that holds most of the placement's lock wait (a lock is
-/// named by its caller, never by a guessed name):
-/// `child: +2.1% on CPU, +72.9 ns/loop waiting on locks (95% CI ...), 88% of child's lock wait in rwsem:W __mmap_region<-do_mmap`.
+/// on-CPU figure: how much of the added wait spun (spinlocks and rwlocks: CPU time, inside
+/// the on-CPU figure, not added to it) and how much slept (off the CPU), then the caller that
+/// holds most of the placement's lock wait (a lock is named by its caller, never by a guessed
+/// name): `child: +2.1% on CPU, +72.9 ns/loop waiting on locks (95% CI ...): +2.0 spinning
+/// (spinlock, rwlock: on CPU, part of the +2.1%), +70.9 in sleeping locks (rwsem, mutex,
+/// pcpu-sem: off CPU once asleep); 88% of child's lock wait in rwsem:W __mmap_region<-do_mmap`.
 fn waiting_line(summary: &PlacementSummary, at: &str, baseline: &str, unit: &str) -> Option<String> {
     let locks = summary.locks.as_ref()?;
     let added = locks.added_wait()?;
     let name = &summary.placement.name;
-    let on_cpu = match summary.overhead_vs_baseline {
-        Some(overhead) => format!("{}% on CPU", crate::text::signed(100.0 * (overhead.mean - 1.0), 1)),
+    let on_cpu_change = summary.overhead_vs_baseline.map(|o| format!("{}%", signed(100.0 * (o.mean - 1.0), 1)));
+    let on_cpu = match &on_cpu_change {
+        Some(change) => format!("{change} on CPU"),
         None => "on CPU unknown (no on-CPU times)".into(),
+    };
+    let spinning = format!(
+        "spinning (spinlock, rwlock: on CPU, {})",
+        on_cpu_change.map_or("part of its on-CPU time".into(), |change| format!("part of the {change}"))
+    );
+    let sleeping = "in sleeping locks (rwsem, mutex, pcpu-sem: off CPU once asleep)";
+    let split = match (added.spinning_ns_per_op, added.sleeping_ns_per_op()) {
+        (Some(_), Some(0.0)) => format!("all {spinning}"),
+        (Some(0.0), Some(_)) => format!("all {sleeping}"),
+        (Some(spun), Some(slept)) => format!("{} {spinning}, {} {sleeping}", signed(spun, 1), signed(slept, 1)),
+        _ => "how much of it spun on CPU unknown".into(),
     };
     let most = locks.callers.first().filter(|c| c.wait_ns > 0).map_or(String::new(), |c| {
         format!(
-            ", {:.0}% of {name}'s lock wait in {}",
+            "; {:.0}% of {name}'s lock wait in {}",
             100.0 * c.share,
             lock_name(&c.kind, &c.caller, c.parent.as_deref())
         )
     });
     Some(format!(
-        "{name}{at}: {on_cpu}, {:+.1} ns/{unit} waiting on locks ({}){most}",
-        added.mean,
-        interval_text(added, 1, baseline)
+        "{name}{at}: {on_cpu}, {} ns/{unit} waiting on locks ({}): {split}{most}",
+        signed(added.difference.mean, 1),
+        interval_text(added.difference, 1, baseline)
     ))
 }
 
@@ -531,7 +546,7 @@ fn lock_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummar
         let Some(locks) = &summary.locks else { continue };
         let versus = |difference: Option<Difference>, digits: usize| match difference {
             None => String::new(),
-            Some(d) => format!(" ({:+.digits$}, {})", d.mean, interval_text(d, digits, report.baseline_name())),
+            Some(d) => format!(" ({}, {})", signed(d.mean, digits), interval_text(d, digits, report.baseline_name())),
         };
         let callers: Vec<String> = locks
             .callers
@@ -565,9 +580,9 @@ fn lock_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummar
 fn interval_text(d: Difference, digits: usize, baseline: &str) -> String {
     match d.half_width {
         Some(h) => format!(
-            "95% CI {:+.digits$} to {:+.digits$} vs {baseline}{}",
-            d.mean - h,
-            d.mean + h,
+            "95% CI {} to {} vs {baseline}{}",
+            signed(d.mean - h, digits),
+            signed(d.mean + h, digits),
             match d.units {
                 0 | 1 => ", one cgroup instance".to_string(),
                 n => format!(", over {n} cgroup instances"),
@@ -758,15 +773,15 @@ mod tests {
     #[test]
     fn a_placement_that_waits_on_locks_says_so_beside_its_on_cpu_figure() {
         use crate::report::fixture::with_locks;
-        let table = |child_wait: fn(u32) -> f64| {
+        type Callers = Vec<(&'static str, &'static str, Option<&'static str>, f64)>;
+        let mmap = || vec![("rwsem:W", "__mmap_region", Some("do_mmap"), 0.75), ("spinlock", "rcu_core", None, 0.25)];
+        let table = |child_wait: fn(u32) -> f64, child_callers: fn() -> Callers| {
             let rates: Vec<(f64, f64)> = (0..6).map(|round| (100_000.0 + 500.0 * round as f64, 90_000.0)).collect();
             let mut report = with_locks(
                 synthetic_report(&rates),
                 |placement, round| if placement == "child" { child_wait(round) } else { 10.0 },
                 |placement, _| match placement {
-                    "child" => {
-                        vec![("rwsem:W", "__mmap_region", Some("do_mmap"), 0.75), ("spinlock", "rcu_core", None, 0.25)]
-                    }
+                    "child" => child_callers(),
                     _ => vec![("spinlock", "rcu_core", None, 1.0)],
                 },
             );
@@ -780,20 +795,30 @@ mod tests {
         let line = |text: &str| text.lines().find(|l| l.starts_with("child: ")).map(str::to_string);
         // About 41 ns per fault more than the baseline, give or take 1: resolved, said after the
         // overhead's own line, the lock named by its caller.
-        let waits = table(|round| 50.0 + (round % 3) as f64);
+        let waits = table(|round| 50.0 + (round % 3) as f64, mmap);
         let said = line(&waits).unwrap();
+        // Of the 41 ns, the spinlock's part (a quarter of the child's 51 ns against the
+        // baseline's 10) spun on the CPU, inside the +12.5%: 2.75 ns; the rwsem's slept.
         assert!(
             said.starts_with("child: +12.5% on CPU, +41.0 ns/fault waiting on locks (95% CI +40.1 to +41.9")
                 && said.ends_with(
-                    " vs base, over 6 cgroup instances), 75% of child's lock wait in rwsem:W __mmap_region<-do_mmap"
+                    " vs base, over 6 cgroup instances): +2.8 spinning (spinlock, rwlock: on CPU, part of the +12.5%), +38.2 in sleeping locks (rwsem, mutex, pcpu-sem: off CPU once asleep); 75% of child's lock wait in rwsem:W __mmap_region<-do_mmap"
                 ),
             "{said}"
         );
         let after = waits.lines().skip_while(|l| !l.starts_with("base/child overhead")).nth(1);
         assert_eq!(after, Some(said.as_str()), "{waits}");
         // The same wait as the baseline's, give or take: not resolved, not said.
-        assert_eq!(line(&table(|round| 10.0 + (round % 3) as f64 - 1.0)), None);
+        assert_eq!(line(&table(|round| 10.0 + (round % 3) as f64 - 1.0, mmap)), None);
         // Less wait than the baseline's, resolved: no overhead from waiting either.
-        assert_eq!(line(&table(|round| 2.0 + (round % 3) as f64)), None);
+        assert_eq!(line(&table(|round| 2.0 + (round % 3) as f64, mmap)), None);
+        // Spinlocks alone on both sides: every added ns spun, inside the on-CPU figure.
+        let spinning = line(&table(|round| 50.0 + (round % 3) as f64, || vec![("spinlock", "rcu_core", None, 1.0)]));
+        assert!(
+            spinning.as_deref().unwrap().contains(
+                "instances): all spinning (spinlock, rwlock: on CPU, part of the +12.5%); 100% of child's lock wait in spinlock rcu_core"
+            ),
+            "{spinning:?}"
+        );
     }
 }

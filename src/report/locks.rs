@@ -55,16 +55,60 @@ pub struct LockSummary {
     /// Records the kernel dropped (full buffers) and contentions left unpaired, over every slice.
     pub lost: u64,
     pub unpaired: u64,
+    /// Of the lock wait over the baseline's, the share in locks that spin (`spins`): the plain
+    /// mean of the rounds' differences in spinning wait over that of the whole wait (plain
+    /// means add up, as the trimmed ones of `wait_ns_per_op_vs_baseline` do not). None for the
+    /// baseline, and where the whole wait's difference is 0.
+    #[serde(skip)]
+    pub spinning_share_vs_baseline: Option<f64>,
+}
+
+/// A lock wait over the baseline's resolved above 0 (`LockSummary::added_wait`), and how much
+/// of it spun.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AddedWait {
+    pub difference: Difference,
+    /// Its part in locks that spin (spinlock, rwlock): time on the CPU, inside the on-CPU
+    /// overhead; the rest (`sleeping_ns_per_op`) in locks that sleep, off the CPU. None where
+    /// unknown (`LockSummary::spinning_share_vs_baseline`).
+    pub spinning_ns_per_op: Option<f64>,
+}
+
+impl AddedWait {
+    /// The part in locks that sleep once their first spin fails (rwsem, mutex, pcpu-sem,
+    /// rt-mutex): off the CPU while asleep.
+    pub fn sleeping_ns_per_op(&self) -> Option<f64> {
+        Some(self.difference.mean - self.spinning_ns_per_op?)
+    }
+}
+
+/// Whether a lock of `kind` (perf lock's name) spins the whole wait, its waiter on its CPU:
+/// spinlocks and rwlocks. The others sleep (a mutex or an rwsem spins first while its owner
+/// runs; the rt kinds sleep).
+pub fn spins(kind: &str) -> bool {
+    kind == "spinlock" || kind.starts_with("rwlock:")
+}
+
+/// --locks: a slice's wait in locks that spin (`spins`), ns per operation.
+fn spinning_wait_ns_per_op(m: &Measurement) -> Option<f64> {
+    let operations = m.result.loop_faults();
+    let locks = m.result.locks.as_ref()?;
+    let spinning: u64 = locks.callers.iter().filter(|c| spins(&c.kind)).map(|c| c.wait_ns).sum();
+    (operations > 0).then(|| spinning as f64 / operations as f64)
 }
 
 impl LockSummary {
     /// The placement's lock wait ns per operation over the baseline's, where its 95% interval
     /// lies above 0: the placement waits more, so its overhead comes (in part) from waiting.
     /// None where the difference is not resolved (its interval holds 0, or one slice gave no
-    /// interval), where it is a saving, and for the baseline.
-    pub fn added_wait(&self) -> Option<Difference> {
+    /// interval), where it is a saving, and for the baseline. Its spinning part is CPU time,
+    /// which the on-CPU overhead holds already.
+    pub fn added_wait(&self) -> Option<AddedWait> {
         let difference = self.wait_ns_per_op_vs_baseline?;
-        (difference.mean - difference.half_width? > 0.0).then_some(difference)
+        (difference.mean - difference.half_width? > 0.0).then_some(AddedWait {
+            difference,
+            spinning_ns_per_op: self.spinning_share_vs_baseline.map(|share| share * difference.mean),
+        })
     }
 }
 
@@ -91,6 +135,16 @@ impl Report {
                 slices.iter().filter_map(|m| Some(m.placed(of(m)? - of(self.baseline_of(m)?)?))).collect();
             Difference::of(&differences)
         };
+        let plain_difference = |of: fn(&Measurement) -> Option<f64>| -> Option<f64> {
+            let differences: Vec<f64> =
+                slices.iter().filter_map(|m| Some(of(m)? - of(self.baseline_of(m)?)?)).collect();
+            Some(stats::summarize(&differences)?.mean).filter(|_| !placement.is_baseline())
+        };
+        let spinning_share =
+            match (plain_difference(spinning_wait_ns_per_op), plain_difference(Measurement::lock_wait_ns_per_op)) {
+                (Some(spinning), Some(whole)) if whole != 0.0 => Some(spinning / whole),
+                _ => None,
+            };
         let callers = total
             .callers
             .iter()
@@ -112,6 +166,7 @@ impl Report {
             callers,
             lost: total.lost,
             unpaired: total.unpaired,
+            spinning_share_vs_baseline: spinning_share,
         })
     }
 }
@@ -129,6 +184,7 @@ mod tests {
             callers: Vec::new(),
             lost: 0,
             unpaired: 0,
+            spinning_share_vs_baseline: Some(0.25),
         }
     }
 
@@ -136,9 +192,14 @@ mod tests {
     fn only_a_resolved_added_wait_is_an_overhead_from_waiting() {
         let at = |mean: f64, half_width: Option<f64>| summary(Some(Difference { mean, half_width, units: 4 }));
         let resolved = at(8.0, Some(3.0));
-        assert_eq!(resolved.added_wait(), resolved.wait_ns_per_op_vs_baseline);
+        let added = resolved.added_wait().unwrap();
+        assert_eq!(Some(added.difference), resolved.wait_ns_per_op_vs_baseline);
+        // A quarter of it spun (on CPU), the rest slept.
+        assert_eq!((added.spinning_ns_per_op, added.sleeping_ns_per_op()), (Some(2.0), Some(6.0)));
         // An interval that holds 0, one slice's (no interval), a saving, the baseline's (none).
         assert_eq!(at(8.0, Some(8.5)).added_wait(), None);
+        let unknown = LockSummary { spinning_share_vs_baseline: None, ..resolved };
+        assert_eq!(unknown.added_wait().unwrap().sleeping_ns_per_op(), None);
         assert_eq!(at(8.0, None).added_wait(), None);
         assert_eq!(at(-8.0, Some(3.0)).added_wait(), None);
         assert_eq!(summary(None).added_wait(), None);
