@@ -366,7 +366,7 @@ fn overhead_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSu
 }
 
 /// --locks: where a placement's lock wait per operation over the baseline's is resolved
-/// above 0 (`LockSummary::added_wait`), the overhead comes from waiting too, said beside the
+/// above 0 (`LockSummary::added_wait`), the overhead comes from lock wait too, said beside the
 /// on-CPU figure: how much of the added wait spun (spinlocks and rwlocks: CPU time, inside
 /// the on-CPU figure, not added to it) and how much slept (off the CPU), then the caller that
 /// holds most of the placement's lock wait (a lock is named by its caller, never by a guessed
@@ -810,7 +810,7 @@ mod tests {
         assert_eq!(after, Some(said.as_str()), "{waits}");
         // The same wait as the baseline's, give or take: not resolved, not said.
         assert_eq!(line(&table(|round| 10.0 + (round % 3) as f64 - 1.0, mmap)), None);
-        // Less wait than the baseline's, resolved: no overhead from waiting either.
+        // Less lock wait than the baseline's, resolved: no overhead from lock wait either.
         assert_eq!(line(&table(|round| 2.0 + (round % 3) as f64, mmap)), None);
         // Spinlocks alone on both sides: every added ns spun, inside the on-CPU figure.
         let spinning = line(&table(|round| 50.0 + (round % 3) as f64, || vec![("spinlock", "rcu_core", None, 1.0)]));

@@ -99,7 +99,7 @@ fn spinning_wait_ns_per_op(m: &Measurement) -> Option<f64> {
 
 impl LockSummary {
     /// The placement's lock wait ns per operation over the baseline's, where its 95% interval
-    /// lies above 0: the placement waits more, so its overhead comes (in part) from waiting.
+    /// lies above 0: the placement waits more on locks, so its overhead comes (in part) from lock wait.
     /// None where the difference is not resolved (its interval holds 0, or one slice gave no
     /// interval), where it is a saving, and for the baseline. Its spinning part is CPU time,
     /// which the on-CPU overhead holds already.

@@ -432,7 +432,7 @@ impl Report {
         (per_task > 0.0).then(|| 1e9 / per_task * on_cpu)
     }
 
-    /// A slice's memcg cost in ns per fault: the memcg family's share of the samples times the
+    /// A slice's memcg cost in ns per fault: the memcg family's share of the perf samples times the
     /// CPU time per fault.
     pub fn memcg_ns_per_fault(m: &Measurement) -> Option<f64> {
         Some(m.result.profile.as_ref()?.memcg_share()? * Self::profile_cpu_ns_per_fault(m)?)

@@ -44,7 +44,7 @@ impl Report {
         (measured > 0.0).then(|| counted / measured)
     }
 
-    /// The placement's samples over all its slices.
+    /// The placement's `--profile` perf samples over all its slices.
     pub fn profile_totals(&self, placement: &Placement, tasks: usize) -> Option<ProfileCounts> {
         let mut total: Option<ProfileCounts> = None;
         for m in self.of(placement, tasks) {
@@ -291,7 +291,7 @@ impl Report {
 /// --profile: what the memcg family costs a placement (MEMCG_FAMILY_VERSION's list).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct MemcgCost {
-    /// Its share of the workers' samples, pooled over the slices.
+    /// Its share of the workers' `--profile` perf samples, pooled over the slices.
     pub share: f64,
     /// CPU ns per fault spent there: mean over the slices, with a 95% Student-t interval over
     /// the slices (runs scatter more than sample counting alone would say), its low end cut

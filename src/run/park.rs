@@ -310,10 +310,10 @@ pub fn resume(slots: &Slots) -> u64 {
     monotonic_ns()
 }
 
-/// The settling window: the crew woken for one whole iteration of each worker, and more until
-/// `settle_ns` after the wake, unmeasured, and parked again (the park asked at once: each worker
-/// parks at the first boundary past both, however late its wake). Returns when the last one
-/// parked.
+/// The settling window: the crew woken for one whole iteration on each CPU (its first worker
+/// there to claim it), and more until `settle_ns` after the wake, unmeasured, and parked again
+/// (the park asked at once: the settler parks at the first boundary past both, however late its
+/// wake; the CPU's other workers at their turn). Returns when the last one parked.
 pub fn settle(workers: &mut Workers, slots: &Slots, settle_ns: u64) -> Result<u64> {
     wake(slots, monotonic_ns() + settle_ns);
     park(workers, slots)

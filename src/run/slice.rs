@@ -288,7 +288,7 @@ impl Crew {
         Ok(SliceResult { profile, harness: Some(harness), locks, ..figured })
     }
 
-    /// The unmeasured settling window before a timed slice: one iteration of each worker, and
+    /// The unmeasured settling window before a timed slice: one iteration on each CPU, and
     /// more until SETTLE_NS after the wake;
     /// returns what its workers spent on their CPUs and the faults they took
     /// there, and the snapshot the measured window starts from.

@@ -13,8 +13,9 @@ use crate::measure::procfs::SchedTimes;
 /// The park protocol (run/park.rs): `command` counts the harness's requests, odd while it asks
 /// the crew to park, even while the crew runs; `parked` counts the workers that took their
 /// reading for the current odd command and wait on `command`; `settle_until_ns` is set while a
-/// wake asks each worker for one whole iteration, and more until that CLOCK_MONOTONIC time,
-/// before it parks again (the settling window), 0 otherwise.
+/// wake asks each CPU for one whole iteration (of the worker there that claims it), and more
+/// until that CLOCK_MONOTONIC time, before the crew parks again (the settling window), 0
+/// otherwise; `woken_ns` stamps the harness's last wake.
 #[repr(C, align(128))]
 #[derive(Default)]
 pub struct Control {
