@@ -51,10 +51,13 @@ fn repetitions_interleave_and_json_carries_everything() {
             c.to_string()
         ))
     );
-    // Warmup is excluded: the measured span is the duration, not duration + warmup.
+    // Warmup is excluded: the measured span is the duration, not duration + warmup (0.2 s).
+    // A window ends at its worker's first iteration boundary after the slice's end and may
+    // run that far past it, and a user-mode-linux guest's harness up to 50 ms late: 0.652 s
+    // there once, so the bound sits between that and the warmup's 0.8 s.
     for row in &rows {
         let duration: f64 = row["duration_s"].parse().unwrap();
-        assert!((duration - 0.6).abs() < 0.05, "{duration}");
+        assert!(duration > 0.55 && duration < 0.7, "{duration}");
     }
 
     let document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
