@@ -99,10 +99,13 @@ impl<'a> WorkerParker<'a> {
 
     /// Its counters now, as the window from `resumed_ns` to now; published by the caller.
     pub fn take_reading(&self, resumed_ns: u64) {
-        let parked_ns = monotonic_ns();
-        self.read_ns.set(parked_ns);
         let mut times = self.times.borrow_mut();
         let sched = times.sched();
+        // Stamped after its schedstat read: a preemption between the two would otherwise put
+        // wait into the window that ended before it (1.1 ms over a 50 ms window in CI, a
+        // SIGCONT storm beside other tests).
+        let parked_ns = monotonic_ns();
+        self.read_ns.set(parked_ns);
         self.waited_ns.set(sched.and_then(|s| s.wait_ns));
         let parked_wait_ns = self.parked_wait_ns.get();
         let sched = sched.map(|s| SchedTimes { wait_ns: s.wait_ns.map(|w| w.saturating_sub(parked_wait_ns)), ..s });
