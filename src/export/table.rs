@@ -425,16 +425,7 @@ fn overhead_line(out: &mut dyn Write, report: &Report, summary: &PlacementSummar
         }
         return Ok(());
     };
-    let ci = match (interval.low, interval.high) {
-        (Some(low), Some(high)) => format!(
-            "  (95% CI {:.1}-{:.1}% {}{})",
-            100.0 * low,
-            100.0 * high,
-            over_units(interval.units),
-            if interval.excludes(1.0) { ", significant" } else { ", not significant" }
-        ),
-        _ => String::new(),
-    };
+    let ci = interval_note(&interval);
     let throughput = match summary.throughput_vs_baseline {
         Some(throughput) => format!(", throughput ratio {:.1}%", 100.0 * throughput.mean),
         None => String::new(),
@@ -464,6 +455,21 @@ fn overhead_line(out: &mut dyn Write, report: &Report, summary: &PlacementSummar
     Ok(())
 }
 
+/// An overhead line's interval, what its spread came from and whether it excludes no change:
+/// `  (95% CI 101.2-103.0% over 3 cgroup instances, significant)`; nothing for one slice.
+fn interval_note(interval: &crate::stats::RatioInterval) -> String {
+    match (interval.low, interval.high) {
+        (Some(low), Some(high)) => format!(
+            "  (95% CI {:.1}-{:.1}% {}, {})",
+            100.0 * low,
+            100.0 * high,
+            over_units(interval.units),
+            if interval.excludes(1.0) { "significant" } else { "not significant" }
+        ),
+        _ => String::new(),
+    }
+}
+
 /// What an interval's spread came from: several cgroup instances hold from run to run; one
 /// instance's slices do not (they share its cost).
 fn over_units(units: usize) -> String {
@@ -477,16 +483,7 @@ fn over_units(units: usize) -> String {
 fn siblings_lines(out: &mut dyn Write, summaries: &[PlacementSummary], sweep: bool) -> Result<()> {
     for summary in summaries {
         let Some(interval) = summary.siblings_vs_child else { continue };
-        let ci = match (interval.low, interval.high) {
-            (Some(low), Some(high)) => format!(
-                "  (95% CI {:.1}-{:.1}% {}, {})",
-                100.0 * low,
-                100.0 * high,
-                over_units(interval.units),
-                if interval.excludes(1.0) { "significant" } else { "not significant" }
-            ),
-            _ => String::new(),
-        };
+        let ci = interval_note(&interval);
         writeln!(
             out,
             "child/{} overhead (one cgroup vs {} sibling cgroups, same tasks and depth){}: {:.1}%{ci}",
