@@ -669,21 +669,26 @@ pub fn lock_notes(base: &Side, new: &Side) -> Vec<String> {
     }
     let with: Vec<String> = files.iter().filter(|f| !f.lock_waits.is_empty()).map(|f| f.name.clone()).collect();
     let has = if with.len() == 1 { "has" } else { "have" };
+    // The rest compares, but not alike: a run with lock figures paid for their records.
+    let rest = format!(
+        "the rest is, though the rates of {} carry what --locks' records cost where workers contend (3% a fault for two anon workers on one memcg): take rates to compare from runs alike",
+        named(&with)
+    );
     let mut notes = Vec::new();
     for file in files.iter().filter(|f| f.lock_waits.is_empty()) {
         let name = &file.name;
         notes.push(match (&file.locks_absent, with.is_empty()) {
             (Some(why), true) => format!("{name}: --locks gave that run no lock figures ({why}): unknown, not zero"),
             (Some(why), false) => format!(
-                "{name}: --locks gave that run no lock figures ({why}): lock waits are not compared with {}'s; the rest is",
+                "{name}: --locks gave that run no lock figures ({why}): lock waits are not compared with {}'s; {rest}",
                 named(&with)
             ),
             (None, false) if file.csv => format!(
-                "{name} carries no lock figures where {} {has} (a CSV file cannot say whether its run asked for --locks, nor why it got none; the run's JSON says): lock waits are not compared; the rest is",
+                "{name} carries no lock figures where {} {has} (a CSV file cannot say whether its run asked for --locks, nor why it got none; the run's JSON says): lock waits are not compared; {rest}",
                 named(&with)
             ),
             (None, false) => format!(
-                "{name} has no lock figures (a run without --locks, or from before it) where {} {has}: lock waits are not compared; the rest is",
+                "{name} has no lock figures (a run without --locks, or from before it) where {} {has}: lock waits are not compared; {rest}",
                 named(&with)
             ),
             (None, true) => continue,
@@ -700,7 +705,9 @@ pub fn lock_notes(base: &Side, new: &Side) -> Vec<String> {
             ));
         }
     }
-    for file in files.iter().filter(|f| !f.lock_waits.is_empty() && f.lock_callers.is_empty()) {
+    // Said only where lock waits are compared at all: where a file has none, nothing is.
+    let compared = files.iter().all(|f| !f.lock_waits.is_empty());
+    for file in files.iter().filter(|f| compared && !f.lock_waits.is_empty() && f.lock_callers.is_empty()) {
         notes.push(format!(
             "{}: a CSV file names no lock callers (the JSON does): lock waits are compared per placement only",
             file.name
@@ -1196,6 +1203,18 @@ mod tests {
             lock_notes(one(&csv), one(&new)),
             ["c.csv: a CSV file names no lock callers (the JSON does): lock waits are compared per placement only"]
         );
+        // Against a file with no lock figures, lock waits compare nowhere: no note says they
+        // compare per placement (before, that one followed the note saying they do not).
+        let mut plain = crate::report::fixture::synthetic_report(&[(100_000.0, 90_000.0); 6]);
+        plain.env.run_id = "plain".into();
+        let mut json = Vec::new();
+        crate::export::json::write(&mut json, &plain, false).unwrap();
+        let plain = RunFile::from_json("plain.json".into(), std::str::from_utf8(&json).unwrap()).unwrap();
+        let notes = lock_notes(one(&csv), one(&plain));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with("plain.json has no lock figures") && notes[0].contains("the rates of c.csv carry")
+        );
     }
 
     #[test]
@@ -1226,13 +1245,13 @@ mod tests {
         assert_eq!(
             lock_notes(one(&with), one(&without)),
             [
-                "plain.json has no lock figures (a run without --locks, or from before it) where a.json has: lock waits are not compared; the rest is"
+                "plain.json has no lock figures (a run without --locks, or from before it) where a.json has: lock waits are not compared; the rest is, though the rates of a.json carry what --locks' records cost where workers contend (3% a fault for two anon workers on one memcg): take rates to compare from runs alike"
             ]
         );
         assert_eq!(
             lock_notes(one(&refused), one(&with)),
             [format!(
-                "refused.json: --locks gave that run no lock figures ({why}): lock waits are not compared with a.json's; the rest is"
+                "refused.json: --locks gave that run no lock figures ({why}): lock waits are not compared with a.json's; the rest is, though the rates of a.json carry what --locks' records cost where workers contend (3% a fault for two anon workers on one memcg): take rates to compare from runs alike"
             )]
         );
         assert_eq!(
@@ -1250,7 +1269,7 @@ mod tests {
         assert_eq!(
             lock_notes(one(&with), one(&csv)),
             [
-                "refused.csv carries no lock figures where a.json has (a CSV file cannot say whether its run asked for --locks, nor why it got none; the run's JSON says): lock waits are not compared; the rest is"
+                "refused.csv carries no lock figures where a.json has (a CSV file cannot say whether its run asked for --locks, nor why it got none; the run's JSON says): lock waits are not compared; the rest is, though the rates of a.json carry what --locks' records cost where workers contend (3% a fault for two anon workers on one memcg): take rates to compare from runs alike"
             ]
         );
         // Several files with them: "have".
@@ -1258,7 +1277,7 @@ mod tests {
         assert_eq!(
             lock_notes(one(&without), &others),
             [
-                "plain.json has no lock figures (a run without --locks, or from before it) where b.json, c.json have: lock waits are not compared; the rest is"
+                "plain.json has no lock figures (a run without --locks, or from before it) where b.json, c.json have: lock waits are not compared; the rest is, though the rates of b.json, c.json carry what --locks' records cost where workers contend (3% a fault for two anon workers on one memcg): take rates to compare from runs alike"
             ]
         );
     }

@@ -241,12 +241,35 @@ fn json_text(value: f64) -> String {
 
 /// Every figure is checked, those compare does not use too: a file is refused whole, not in
 /// part. (Finite and not negative, as the CSV's: a wait of 50 ns is 5e-8 s.)
-fn check_json_figures(name: &str, placement: &str, m: &Measurement) -> Result<()> {
+fn check_json_figures(name: &str, index: usize, placement: &str, m: &Measurement) -> Result<()> {
     for (field, value) in m.figures() {
         if let Some(value) = value.filter(|v| !v.is_finite() || *v < 0.0) {
             bail!(
                 "{name}: {placement}: {field} {} is not a finite, non-negative number; is this a faultscale file?",
                 json_text(value)
+            );
+        }
+    }
+    match &m.result.locks {
+        Some(locks) => check_lock_callers(name, index, placement, locks),
+        None => Ok(()),
+    }
+}
+
+/// --locks: a slice's callers are its contentions split by caller (`measure::locks::name`),
+/// so theirs sum to the slice's own; a caller's share of the slice's wait is what `compare`
+/// prints per caller, so one over the whole (a hand-edited 10^15 ns, or a caller listed
+/// twice) would print a caller waiting 738,421,550 ns per fault in a row of 27.6.
+fn check_lock_callers(name: &str, index: usize, placement: &str, locks: &LockCounts) -> Result<()> {
+    let sum = |of: fn(&crate::measure::locks::CallerLocks) -> u64| {
+        locks.callers.iter().fold(0u128, |total, c| total + u128::from(of(c)))
+    };
+    for (what, callers, slice) in
+        [("lock wait", sum(|c| c.wait_ns), locks.wait_ns), ("contentions", sum(|c| c.contentions), locks.contentions)]
+    {
+        if callers > u128::from(slice) {
+            bail!(
+                "{name}: measurements[{index}] ({placement}): result.locks.callers' {what} sum to {callers}, more than the slice's {slice}, which is their sum; is this a faultscale --json file?"
             );
         }
     }
@@ -1022,7 +1045,7 @@ impl RunFile {
         }
         let number = |what: &str, value: f64| figure(name, placement, what, Some(value), &json_text(value));
         let rate = number("faults_per_sec", m.faults_per_sec)?;
-        check_json_figures(name, placement, m)?;
+        check_json_figures(name, index, placement, m)?;
         if let (Some(repetition), Some(slice)) = (m.repetition, m.slice) {
             let id = (String::new(), workload.into(), mode.into(), placement.into(), tasks, repetition, slice);
             if !self.seen.insert(id) {
@@ -1163,6 +1186,34 @@ mod tests {
         // divided by, so no floor applies to them.
         let file = RunFile::from_json("x.json".into(), &json("5e-8")).unwrap();
         assert_eq!(crate::stats::values(&file.lock_waits[&key("anon", "process", 1, "root")]), [5e-8]);
+    }
+
+    #[test]
+    fn lock_callers_beyond_their_slice_are_refused() {
+        // A caller's wait over the slice's (hand-edited, or a caller listed twice) was read as
+        // its share of the row's wait: compare printed it waiting 738,421,550 ns per fault.
+        let json = |callers: &str| {
+            format!(
+                r#"{{"settings":{{"workload":"anon"}},"measurements":[{{"placement":"root","faults_per_sec":1,"lock_contentions_per_kop":1,"lock_wait_ns_per_op":27.6,"result":{{"workers":[{{}}],"locks":{{"contentions":9,"wait_ns":100,"lost":0,"unpaired":0,"callers":[{callers}]}}}}}}]}}"#
+            )
+        };
+        let caller = |contentions: u64, wait: u64| {
+            format!(r#"{{"caller":"f","kind":"spinlock","contentions":{contentions},"wait_ns":{wait}}}"#)
+        };
+        let err =
+            RunFile::from_json("x.json".into(), &json(&caller(5, 1_000_000_000_000_000))).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "x.json: measurements[0] (root): result.locks.callers' lock wait sum to 1000000000000000, more than the slice's 100, which is their sum; is this a faultscale --json file?"
+        );
+        let twice = format!("{},{}", caller(5, 60), caller(5, 60));
+        let err = RunFile::from_json("x.json".into(), &json(&twice)).unwrap_err().to_string();
+        assert!(err.contains("lock wait sum to 120, more than the slice's 100"), "{err}");
+        let max = format!("{},{}", caller(u64::MAX, 1), caller(u64::MAX, 1));
+        let err = RunFile::from_json("x.json".into(), &json(&max)).unwrap_err().to_string();
+        assert!(err.contains("contentions sum to 36893488147419103230, more than the slice's 9"), "{err}");
+        // The run's own: callers summing to the slice's figures.
+        assert!(RunFile::from_json("x.json".into(), &json(&format!("{},{}", caller(4, 60), caller(5, 40)))).is_ok());
     }
 
     #[test]

@@ -320,6 +320,14 @@ impl Sink {
         Ok(())
     }
 
+    /// Where a file replaced whole goes (None for a stream): where its checkpoint is, if any.
+    pub fn destination(&self) -> Option<&Path> {
+        match &self.target {
+            Target::Replace(pending) => Some(&pending.destination),
+            Target::Stream(_) => None,
+        }
+    }
+
     /// Whether the output is a stream (stdout, a FIFO, a device): written once, at the end, and
     /// never a checkpoint.
     pub fn is_stream(&self) -> bool {

@@ -124,6 +124,7 @@ impl Outputs {
         for file in self.files {
             let stream = file.sink.is_stream();
             let existing = file.sink.existing_file().map(str::to_string);
+            let destination = file.sink.destination().map(Path::to_path_buf);
             let failures_only = report.measurements.is_empty() && !report.failures.is_empty();
             let written = (!report.measurements.is_empty()
                 || file.checkpointed.is_some()
@@ -135,16 +136,7 @@ impl Outputs {
                 replaced.push(existing);
             }
             if let Some(Err(e)) = written {
-                // The file is left as the last checkpoint wrote it, which not every format marks
-                // as partial (the samples have no state column): say what it holds.
-                let kept = match file.checkpointed {
-                    _ if stream => "; what reached the stream is incomplete".to_string(),
-                    Some(slices) => format!(
-                        "; the file keeps the checkpoint of {slices} of the {} slices measured",
-                        report.measurements.len()
-                    ),
-                    None => String::new(),
-                };
+                let kept = kept_note(stream, file.checkpointed, report.measurements.len(), destination.as_deref());
                 say!("faultscale: error: {e:#}{kept}");
                 all_written = false;
             }
@@ -168,6 +160,22 @@ impl Outputs {
     }
 }
 
+/// What a file whose final write failed still holds: the last checkpoint, which not every
+/// format marks as partial (the samples have no state column), where that file is still there;
+/// a directory removed during the run took it along, and the slices are kept nowhere there.
+fn kept_note(stream: bool, checkpointed: Option<usize>, measured: usize, destination: Option<&Path>) -> String {
+    match checkpointed {
+        _ if stream => "; what reached the stream is incomplete".to_string(),
+        Some(_) if destination.is_some_and(|d| !d.is_file()) => {
+            format!(
+                "; its checkpoint is gone too (no file there now): none of the {measured} slices measured is kept in it"
+            )
+        }
+        Some(slices) => format!("; the file keeps the checkpoint of {slices} of the {measured} slices measured"),
+        None => String::new(),
+    }
+}
+
 /// Refuses an output that is one of the flame-graph files --profile-dir will get: the graph
 /// written at the end would replace it.
 fn refuse_profile_files(plan: &Plan, sink: &Sink) -> Result<()> {
@@ -183,6 +191,29 @@ mod tests {
     use super::*;
     use crate::report::{Failure, fixture};
     use crate::sink::OutputPath;
+
+    #[test]
+    fn a_checkpoint_whose_directory_went_is_not_said_to_be_kept() {
+        // Before: "writing --csv gone/g.csv: linking the finished file: No such file or
+        // directory; the file keeps the checkpoint of 1 of the 6 slices measured", with no
+        // file and no directory left.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gone").join("g.csv");
+        std::fs::create_dir(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "a checkpoint\n").unwrap();
+        assert_eq!(
+            kept_note(false, Some(1), 6, Some(&file)),
+            "; the file keeps the checkpoint of 1 of the 6 slices measured"
+        );
+        std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
+        let said = kept_note(false, Some(1), 6, Some(&file));
+        assert_eq!(
+            said,
+            "; its checkpoint is gone too (no file there now): none of the 6 slices measured is kept in it"
+        );
+        assert_eq!(kept_note(true, None, 6, None), "; what reached the stream is incomplete");
+        assert_eq!(kept_note(false, None, 6, Some(&file)), "");
+    }
 
     #[test]
     fn a_run_whose_every_placement_failed_still_writes_its_record() {

@@ -550,7 +550,7 @@ fn lock_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummar
             .iter()
             .filter(|c| c.wait_ns > 0)
             .take(3)
-            .map(|c| format!("{:.0}% {}", 100.0 * c.share, lock_name(&c.kind, &c.caller, c.parent.as_deref())))
+            .map(|c| format!("{} {}", caller_share(c.share), lock_name(&c.kind, &c.caller, c.parent.as_deref())))
             .collect();
         writeln!(
             out,
@@ -570,6 +570,14 @@ fn lock_lines(out: &mut dyn Write, report: &Report, summaries: &[PlacementSummar
         )?;
     }
     Ok(())
+}
+
+/// A caller's share of a placement's lock wait: one that waited at all is never said 0%.
+fn caller_share(share: f64) -> String {
+    match 100.0 * share {
+        percent if percent < 0.5 => "<1%".to_string(),
+        percent => format!("{percent:.0}%"),
+    }
 }
 
 /// A lock figure's difference from the baseline as its interval says it: `95% CI +0.3 to
@@ -765,6 +773,21 @@ mod tests {
         report.warnings.push(few);
         let said = line(&table(&report)).unwrap();
         assert!(said.ends_with("; not resolved: under ten whole iterations a slice (see the warning)"), "{said}");
+    }
+
+    #[test]
+    fn a_caller_that_waited_is_never_said_to_hold_0_percent() {
+        // Before: "locks: base: ...; 61% spinlock ..., 0% spinlock try_to_wake_up<-call_timer_fn".
+        let report = crate::report::fixture::with_locks(
+            synthetic_report(&[(100_000.0, 90_000.0); 6]),
+            |_, _| 10.0,
+            |_, _| vec![("spinlock", "big", None, 0.999), ("spinlock", "tiny", None, 0.001)],
+        );
+        let mut out = Vec::new();
+        super::write(&mut out, &report).unwrap();
+        let table = String::from_utf8(out).unwrap();
+        let line = table.lines().find(|l| l.starts_with("locks: child")).unwrap();
+        assert!(line.contains("100% spinlock big, <1% spinlock tiny"), "{line}");
     }
 
     #[test]
