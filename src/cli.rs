@@ -77,7 +77,7 @@ pub enum Command {
         dry_run: bool,
         #[arg(long, value_enum, default_value_t = CgroupVersion::Auto)]
         cgroup_version: CgroupVersion,
-        /// Where to look: root, self or a cgroup path (searched recursively)
+        /// Where to look: root, self, new (where `--base new` runs make their cgroups) or a cgroup path (searched recursively)
         #[arg(long, default_value = "root")]
         base: String,
         /// Where the file workloads' run directories went (the run's --tmpdir) [default: every

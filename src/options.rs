@@ -9,7 +9,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use crate::cgroup::{BaseSpec, VersionChoice};
 use crate::cli::{self, RunArgs};
 use crate::export::plot::Chart;
-use crate::export::{EXPORTERS, Exporter, Format};
+use crate::export::{Exporter, Format};
 use crate::plan::{Placement, Plan, parse_placements};
 use crate::run::topology::CpuOrder;
 use crate::run::{KernelCountSource, Mode};
@@ -570,14 +570,11 @@ fn profile_dir(args: &RunArgs) -> Result<Option<PathBuf>> {
 
 /// Two outputs on stdout would interleave into neither format.
 fn check_one_stdout(args: &RunArgs) -> Result<()> {
-    let to_stdout = args.outputs.0.iter().filter(|(_, path)| path == "-").count();
-    if to_stdout > 1 {
-        let mut options: Vec<String> = EXPORTERS.iter().map(|e| format!("--{}", e.option())).collect();
+    let mut options: Vec<String> =
+        args.outputs.0.iter().filter(|(_, path)| path == "-").map(|(e, _)| format!("--{} -", e.option())).collect();
+    if options.len() > 1 {
         let last = options.pop().unwrap_or_default();
-        bail!(
-            "{} and {last}: only one of them can write to stdout (-); give the others file names",
-            options.join(", ")
-        );
+        bail!("{} and {last}: only one output can write to stdout (-); give the others file names", options.join(", "));
     }
     Ok(())
 }

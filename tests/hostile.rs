@@ -124,6 +124,8 @@ fn bad_outputs_are_refused_before_anything_runs() {
         (vec!["--csv", same.to_str().unwrap(), "--json", up.to_str().unwrap()], "name the same file"),
         (vec!["--csv", plain.to_str().unwrap(), "--samples-csv", linked.to_str().unwrap()], "name the same file"),
         (vec!["--csv", "-", "--json", "/dev/stdout"], "--csv - and --json /dev/stdout name the same file"),
+        // Only the outputs given are named, not every format there is.
+        (vec!["--json", "-", "--samples-csv", "-"], "error: --json - and --samples-csv -: only one output can write"),
         (vec!["--csv", &slash], "ends in /"),
         (vec!["--json", dir.path().to_str().unwrap()], "is a directory"),
         (vec!["--csv", read_only.to_str().unwrap()], "read-only"),

@@ -107,7 +107,7 @@ impl Outputs {
         self.last_checkpoint = Some((std::time::Instant::now(), now.elapsed()));
         for error in errors {
             if !self.checkpoint_failed {
-                say!("faultscale: warning: {error:#}; the files are written at the end instead");
+                say!("faultscale: warning: {error:#}; faultscale tries it again at the end");
             }
             self.checkpoint_failed = true;
         }
