@@ -323,7 +323,7 @@ const NOT_AGAIN_IN_THE_GUEST: [&str; 12] = [
 /// The executables the session's second guest runs; the first runs the rest. Their seconds in
 /// a user-mode-linux guest on this 2-CPU VM: hostile 101, edges 39, interrupts 24, statistics
 /// 14 (178); workloads 99, scale 34, run 29, profiles 7, profile 3, memcg_events 2 (174). One
-/// guest ran them all in 430 s of .ci/run's 18 minutes.
+/// guest ran them all in 430 s of a 1,094 s .ci/run.
 const IN_THE_SECOND_GUEST: [&str; 4] = ["hostile", "edges", "interrupts", "statistics"];
 
 /// Every host integration test, run inside a pure-v2 guest in a login session's shape (beside
@@ -335,7 +335,7 @@ const IN_THE_SECOND_GUEST: [&str; 4] = ["hostile", "edges", "interrupts", "stati
 /// Not again in a pure-v1 guest: its rerun sat in a cgroup below the root as a CI job does,
 /// with v1's memory controller, which is this host's own run (hybrid: v1 memory, a v2 mount
 /// without it); what pure v1 alone has (no v2 mount, the true root) is pure_v1_at_the_true_root's.
-/// That rerun took 120 s of .ci/run's 12 minutes for no new path.
+/// That rerun took 120 s of .ci/run's time for no new path.
 #[test]
 fn every_integration_test_passes_in_a_v2_session() {
     let _alone_with_its_two_guests = GUESTS.write().unwrap_or_else(|poisoned| poisoned.into_inner());
