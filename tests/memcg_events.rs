@@ -88,6 +88,10 @@ fn reclaim_under_a_limit_is_counted_and_said() {
     for fact in ["topology", "numa_balancing", "mitigations", "swap", "lru_gen", "overcommit_memory"] {
         assert!(machine[fact].is_string(), "{fact} missing: {machine}");
     }
+    // The kernel is known here: the file and every row name it, never null (#44, 8).
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(document["environment"]["kernel"], release.trim(), "{}", document["environment"]);
+    assert!(rows.iter().all(|r| r["kernel"] == release.trim()), "{rows:?}");
 }
 
 /// A directory on a disk file system for page cache that must reclaim without swap, or None
