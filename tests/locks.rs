@@ -22,6 +22,11 @@ fn main() {
             compare_shows_the_lock_wait_change_per_placement_and_caller,
         ),
         root_trial(
+            "fork_says_its_lock_figures_leave_its_children_out",
+            perf_events_missing(),
+            fork_says_its_lock_figures_leave_its_children_out,
+        ),
+        root_trial(
             "a_run_without_the_events_goes_on_and_says_why",
             None,
             a_run_without_the_events_goes_on_and_says_why,
@@ -45,6 +50,19 @@ fn json(path: &Path) -> serde_json::Value {
 
 /// Threads of one process mapping and unmapping one file contend on their mm's mmap_lock
 /// (a write each time) thousands of times a second: rwsem:W from the mmap and munmap paths.
+/// fork's faults are its children's, whose waits the per-worker events do not see: the run
+/// says so once, and still counts the workers' own.
+fn fork_says_its_lock_figures_leave_its_children_out() {
+    let (_serial, base) = needs_root();
+    let args = ["--base", BASE, "--locks", "--workload", "fork", "--size", "1M", "--duration", "1"];
+    let (_, output) = run_clean(&base, &args);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    let said = stderr.matches("--locks: its faults are taken by the children it forks").count();
+    assert_eq!(said, 1, "said once, whatever the crews: {stderr}");
+    assert!(stdout.contains("locks: base: "), "the workers' own waits still counted: {stdout}");
+}
+
 fn locks_name_the_callers_that_contend() {
     let (_serial, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();

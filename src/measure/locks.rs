@@ -30,7 +30,7 @@ pub const LCB_F_RT: u32 = 1 << 3;
 pub const LCB_F_PERCPU: u32 = 1 << 4;
 pub const LCB_F_MUTEX: u32 = 1 << 5;
 
-/// The ring buffer of each worker's begin event: drained at every --interval sample point. A
+/// The ring buffer of each worker's begin event: drained every 100 ms of a slice (`slice::DRAIN_NS`). A
 /// begin record with its chain (at most MAX_STACK frames) is under 200 bytes, so 1 MiB holds
 /// over 5,000 contentions between two drains; what a full buffer drops is counted (`lost`).
 const BEGIN_BUFFER_BYTES: usize = 1 << 20;

@@ -176,6 +176,7 @@ fn fmt_notice(f: &mut fmt::Formatter<'_>, notice: &Notice) -> fmt::Result {
             let [before, after] = LOCKS_ABSENT;
             write!(f, "{before}{why}{after}")
         }
+        Notice::LocksPartial(problem) => write!(f, "--locks: {problem}"),
     }
 }
 

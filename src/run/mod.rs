@@ -147,6 +147,8 @@ pub enum Notice {
     PerfUnavailable(String),
     /// --locks: the contention tracepoints could not be opened (why); no lock figures.
     LocksUnavailable(String),
+    /// --locks: what the workload's lock figures leave out (`Descriptor::locks_problem`).
+    LocksPartial(&'static str),
 }
 
 /// A worker died during the measured part; the run goes on with the other placements.

@@ -17,6 +17,11 @@ pub static FORK: Descriptor = Descriptor {
     // would also stop every thread of the mm for the copy, so the threads would measure
     // each other's forks, not their own.
     thread_mode_problem: Some("forking from threads of one process measures the other threads' forks"),
+    // The tracepoints are opened on each worker's thread; inherited ones would reach the
+    // children, but the kernel maps no ring buffer for an inherited per-task event (EINVAL).
+    locks_problem: Some(
+        "its faults are taken by the children it forks, whose waits (their faults, their exit) the per-worker events do not see: the lock figures are the workers' own (fork, wait)",
+    ),
     // Parked, its own written memory.
     parked_bytes: |s| s.size_bytes,
     pages_per_iteration: |s| pages(s.size_bytes, s),

@@ -195,6 +195,8 @@ pub struct Descriptor {
     pub harness_file: Option<(&'static str, u64)>,
     /// Why it cannot run with `--mode thread`, if it cannot.
     pub thread_mode_problem: Option<&'static str>,
+    /// What `--locks` cannot count of its contentions, if anything: said in the run's warnings.
+    pub locks_problem: Option<&'static str>,
     /// Asks, before anything is made, whether a directory can hold its files.
     pub check_dir: Option<DirCheck>,
     /// Builds worker `worker_index`'s loop; no side effects (`prepare` has them).
@@ -243,6 +245,7 @@ pub(crate) const fn descriptor(
         wants_reclaimable_files: false,
         harness_file: None,
         thread_mode_problem: None,
+        locks_problem: None,
         check_dir: None,
         create,
     }
