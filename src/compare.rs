@@ -166,6 +166,22 @@ fn setting_difference(setting: &str, base: &str, new: &str) -> String {
     }
 }
 
+/// Two runs of one side whose rows differ (workload, mode, tasks, placement), said in one
+/// line naming both and a row one has and the other lacks: the rows are matched on each side's
+/// first run, so a run with rows the first lacks (or lacking some it has) would drop rows
+/// unseen, count runs that contribute nothing, and read otherwise in another order.
+pub fn side_rows_differ(first: &RunFile, other: &RunFile) -> Option<String> {
+    let missing = |a: &RunFile, b: &RunFile| a.rates.keys().find(|k| !b.rates.contains_key(k)).map(Key::label);
+    let (has, lacks, row) = match missing(first, other) {
+        Some(row) => (first, other, row),
+        None => (other, first, missing(other, first)?),
+    };
+    Some(format!(
+        "{} has {row} where {} has not: the runs of one side must hold the same rows (workload, mode, tasks, placement); give each side runs of one setup, or compare them apart",
+        has.name, lacks.name
+    ))
+}
+
 /// One side of a comparison: one run, or several runs of one kernel.
 pub type Side = [RunFile];
 
