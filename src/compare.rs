@@ -547,6 +547,18 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
             warnings.push(format!("{} vs {}: {fact} differs ({base_value} vs {new_value})", base.name, new.name));
         }
     }
+    if let (Some(base_cpus), Some(new_cpus)) = (&base.cpus, &new.cpus)
+        && base_cpus != new_cpus
+    {
+        let list = crate::text::format_cpu_list;
+        warnings.push(format!(
+            "{} vs {}: the workers ran on other CPUs ({} vs {}): a rate depends on how many CPUs the workers share and which; take runs to compare with the same --cpus",
+            base.name,
+            new.name,
+            list(base_cpus),
+            list(new_cpus)
+        ));
+    }
     warnings.extend(other_measures(base, new));
     for file in [base, new] {
         if file.facts.get("virtualization").is_some_and(|v| v.starts_with("tcg")) {
@@ -1321,6 +1333,39 @@ mod tests {
             notes.contains(&"c.csv: 1 row(s) lack lock figures in some slice (a run writes lock_contentions_per_kop and lock_wait_ns_per_op for every slice, or for none): anon process 2t child: their lock waits are not compared; the rest is".to_string()),
             "{notes:?}"
         );
+    }
+
+    /// A report's JSON file, read back as compare reads it.
+    fn json_file(report: &crate::report::Report, name: &str) -> RunFile {
+        let mut json = Vec::new();
+        crate::export::json::write(&mut json, report, false).unwrap();
+        RunFile::from_json(name.into(), std::str::from_utf8(&json).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn runs_on_other_cpus_are_warned_of() {
+        use crate::report::fixture::synthetic_report;
+        let run = |cpus: Vec<usize>, name: &str| {
+            let mut report = synthetic_report(&[(100_000.0, 90_000.0); 6]);
+            report.env.run_id = name.into();
+            report.plan.cpus = cpus;
+            report
+        };
+        let (one, two, two_too) = (run(vec![0], "one"), run(vec![0, 1], "two"), run(vec![1, 0], "two_too"));
+        let (one_json, two_json) = (json_file(&one, "one.json"), json_file(&two, "two.json"));
+        let said = "one.json vs two.json: the workers ran on other CPUs (0 vs 0-1): a rate depends on how many CPUs the workers share and which; take runs to compare with the same --cpus";
+        assert!(
+            differences(&one_json, &two_json).iter().any(|w| w == said),
+            "{:#?}",
+            differences(&one_json, &two_json)
+        );
+        let cpus_said = |a: &RunFile, b: &RunFile| differences(a, b).iter().any(|w| w.contains("other CPUs"));
+        assert!(!cpus_said(&two_json, &json_file(&two_too, "two_too.json")));
+        // A CSV file does not say its CPUs: nothing is said.
+        let mut csv = Vec::new();
+        crate::export::csv::write_rows(&mut csv, &crate::export::csv::rows(&one, false)).unwrap();
+        let csv = RunFile::from_csv("one.csv".into(), std::str::from_utf8(&csv).unwrap()).unwrap();
+        assert!(!cpus_said(&csv, &two_json) && !cpus_said(&two_json, &csv));
     }
 
     #[test]

@@ -98,6 +98,9 @@ pub struct RunFile {
     /// Levels between the hierarchy's root and the baseline's cgroup (0: the true root), where
     /// the file says: a placement at another base depth is another number of memcg levels.
     pub base_depth: Option<usize>,
+    /// The CPUs the run's workers ran on (`settings.cpus`), where the file says (JSON files;
+    /// the CSV has no such column).
+    pub cpus: Option<Vec<usize>>,
     /// The run the rows came from (the `run_id` column), where the file says: one per file.
     pub run_id: Option<String>,
     /// Rows left out as repeats of an earlier row (the same run, workload, mode, placement,
@@ -971,6 +974,10 @@ impl RunFile {
         file.add_json_facts(&name, environment)?;
         file.base_depth = field(&name, environment, "environment", "base_depth", "a depth")?;
         file.run_id = field::<String>(&name, environment, "environment", "run_id", "text")?.map(|id| fact_text(&id));
+        // Files from before the setting read it as none: they do not say. As a set: --cpus 1,0
+        // runs on the CPUs --cpus 0,1 does.
+        let cpus: std::collections::BTreeSet<usize> = settings.cpus.iter().copied().collect();
+        file.cpus = Some(cpus.into_iter().collect()).filter(|cpus: &Vec<usize>| !cpus.is_empty());
         // A run a signal ended early writes `"complete": false` (the CSV's run_complete); files
         // from before the field are complete.
         file.incomplete = document.complete == Some(false);
