@@ -657,6 +657,7 @@ pub fn side_warnings(base: &Side, new: &Side) -> Vec<String> {
         }
     }
     warnings.extend(lock_notes(base, new));
+    warnings.extend(profile_notes(base, new));
     if base.len() > 1 || new.len() > 1 {
         warnings.push(format!(
             "{} run(s) against {}: each run is one value, tested over the runs",
@@ -683,18 +684,24 @@ fn one_instance_note(file: &RunFile) -> String {
     )
 }
 
-/// --locks: one line per file without lock figures where another file has them (lock waits
-/// are then compared nowhere, the rest as ever), or where its run asked for them and said why
-/// it got none (a JSON file's warning: a CSV file cannot say): unknown, never zero. Files
-/// where none has lock figures nor asked: nothing. And one per file with lock figures whose
-/// rows lack them in some slice, which `has_locks` leaves uncompared.
-pub fn lock_notes(base: &Side, new: &Side) -> Vec<String> {
+/// The files of both sides, each once: a file compared with itself is one file.
+fn distinct_files<'a>(base: &'a Side, new: &'a Side) -> Vec<&'a RunFile> {
     let mut files: Vec<&RunFile> = Vec::new();
     for file in base.iter().chain(new) {
         if !files.iter().any(|seen| seen.name == file.name) {
             files.push(file);
         }
     }
+    files
+}
+
+/// --locks: one line per file without lock figures where another file has them (lock waits
+/// are then compared nowhere, the rest as ever), or where its run asked for them and said why
+/// it got none (a JSON file's warning: a CSV file cannot say): unknown, never zero. Files
+/// where none has lock figures nor asked: nothing. And one per file with lock figures whose
+/// rows lack them in some slice, which `has_locks` leaves uncompared.
+pub fn lock_notes(base: &Side, new: &Side) -> Vec<String> {
+    let files = distinct_files(base, new);
     let with: Vec<String> = files.iter().filter(|f| !f.lock_waits.is_empty()).map(|f| f.name.clone()).collect();
     let has = if with.len() == 1 { "has" } else { "have" };
     // The rest compares, but not alike: a run with lock figures paid for their records.
@@ -742,6 +749,30 @@ pub fn lock_notes(base: &Side, new: &Side) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// --profile: one line per file of a run without it where another file's run had it. Sampling
+/// costs the profiled rate about a twentieth (docs/measuring.md), so their rates differ by more
+/// than the kernel's change. Files that cannot say (a CSV without memcg figures): nothing.
+pub fn profile_notes(base: &Side, new: &Side) -> Vec<String> {
+    let files = distinct_files(base, new);
+    let profiled: Vec<String> = files.iter().filter(|f| f.profiled() == Some(true)).map(|f| f.name.clone()).collect();
+    if profiled.is_empty() {
+        return Vec::new();
+    }
+    let has = if profiled.len() == 1 { "has" } else { "have" };
+    files
+        .iter()
+        .filter(|f| f.profiled() == Some(false))
+        .map(|file| {
+            format!(
+                "{} is a run without --profile where {} {has} it: memcg costs are not compared; the rest is, though the rates of {} carry what --profile's sampling costs (the profiled rate about 0.95 of the plain one): take rates to compare from runs alike",
+                file.name,
+                named(&profiled),
+                named(&profiled)
+            )
+        })
+        .collect()
 }
 
 /// The cost of one memcg level on both sides, and its change with a 95% interval per workload,
@@ -1366,6 +1397,39 @@ mod tests {
         crate::export::csv::write_rows(&mut csv, &crate::export::csv::rows(&one, false)).unwrap();
         let csv = RunFile::from_csv("one.csv".into(), std::str::from_utf8(&csv).unwrap()).unwrap();
         assert!(!cpus_said(&csv, &two_json) && !cpus_said(&two_json, &csv));
+    }
+
+    #[test]
+    fn a_profiled_run_against_a_plain_one_is_warned_of() {
+        use crate::report::fixture::synthetic_report;
+        let run = |name: &str| {
+            let mut report = synthetic_report(&[(100_000.0, 90_000.0); 6]);
+            report.env.run_id = name.into();
+            report
+        };
+        let mut profiled = run("profiled");
+        for m in &mut profiled.measurements {
+            m.result.profile = Some(Default::default());
+        }
+        let (plain, profiled_json) = (json_file(&run("plain"), "plain.json"), json_file(&profiled, "profiled.json"));
+        assert_eq!((plain.profiled(), profiled_json.profiled()), (Some(false), Some(true)));
+        let said = "plain.json is a run without --profile where profiled.json has it: memcg costs are not compared; the rest is, though the rates of profiled.json carry what --profile's sampling costs (the profiled rate about 0.95 of the plain one): take rates to compare from runs alike";
+        for (base, new) in [(&plain, &profiled_json), (&profiled_json, &plain)] {
+            let warnings = side_warnings(one(base), one(new));
+            assert_eq!(
+                warnings.iter().filter(|w| w.contains("--profile")).collect::<Vec<_>>(),
+                [said],
+                "{warnings:#?}"
+            );
+        }
+        assert!(profile_notes(one(&plain), one(&plain)).is_empty());
+        assert!(profile_notes(one(&profiled_json), one(&profiled_json)).is_empty());
+        // A CSV file without memcg figures cannot say whether its run was profiled: nothing.
+        let mut csv = Vec::new();
+        crate::export::csv::write_rows(&mut csv, &crate::export::csv::rows(&run("c"), false)).unwrap();
+        let csv = RunFile::from_csv("c.csv".into(), std::str::from_utf8(&csv).unwrap()).unwrap();
+        assert_eq!(csv.profiled(), None);
+        assert!(profile_notes(one(&csv), one(&profiled_json)).is_empty());
     }
 
     #[test]
