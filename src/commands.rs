@@ -311,6 +311,9 @@ fn load_side(text: &str, force: bool) -> Result<Vec<RunFile>> {
     };
     for (index, other) in side.iter().enumerate().skip(1) {
         settings_agree(first, other, force)?;
+        if let Some(differ) = compare::side_rows_differ(first, other) {
+            return Err(error::usage(anyhow::anyhow!("{differ}")));
+        }
         if let Some(twice) =
             side[..index].iter().find(|earlier| earlier.run_id.is_some() && earlier.run_id == other.run_id)
         {

@@ -166,6 +166,22 @@ fn setting_difference(setting: &str, base: &str, new: &str) -> String {
     }
 }
 
+/// Two runs of one side whose rows differ (workload, mode, tasks, placement), said in one
+/// line naming both and a row one has and the other lacks: the rows are matched on each side's
+/// first run, so a run with rows the first lacks (or lacking some it has) would drop rows
+/// unseen, count runs that contribute nothing, and read otherwise in another order.
+pub fn side_rows_differ(first: &RunFile, other: &RunFile) -> Option<String> {
+    let missing = |a: &RunFile, b: &RunFile| a.rates.keys().find(|k| !b.rates.contains_key(k)).map(Key::label);
+    let (has, lacks, row) = match missing(first, other) {
+        Some(row) => (first, other, row),
+        None => (other, first, missing(other, first)?),
+    };
+    Some(format!(
+        "{} has {row} where {} has not: the runs of one side must hold the same rows (workload, mode, tasks, placement); give each side runs of one setup, or compare them apart",
+        has.name, lacks.name
+    ))
+}
+
 /// One side of a comparison: one run, or several runs of one kernel.
 pub type Side = [RunFile];
 
@@ -531,6 +547,18 @@ pub fn differences(base: &RunFile, new: &RunFile) -> Vec<String> {
             warnings.push(format!("{} vs {}: {fact} differs ({base_value} vs {new_value})", base.name, new.name));
         }
     }
+    if let (Some(base_cpus), Some(new_cpus)) = (&base.cpus, &new.cpus)
+        && base_cpus != new_cpus
+    {
+        let list = crate::text::format_cpu_list;
+        warnings.push(format!(
+            "{} vs {}: the workers ran on other CPUs ({} vs {}): a rate depends on how many CPUs the workers share and which; take runs to compare with the same --cpus",
+            base.name,
+            new.name,
+            list(base_cpus),
+            list(new_cpus)
+        ));
+    }
     warnings.extend(other_measures(base, new));
     for file in [base, new] {
         if file.facts.get("virtualization").is_some_and(|v| v.starts_with("tcg")) {
@@ -629,6 +657,7 @@ pub fn side_warnings(base: &Side, new: &Side) -> Vec<String> {
         }
     }
     warnings.extend(lock_notes(base, new));
+    warnings.extend(profile_notes(base, new));
     if base.len() > 1 || new.len() > 1 {
         warnings.push(format!(
             "{} run(s) against {}: each run is one value, tested over the runs",
@@ -655,18 +684,24 @@ fn one_instance_note(file: &RunFile) -> String {
     )
 }
 
-/// --locks: one line per file without lock figures where another file has them (lock waits
-/// are then compared nowhere, the rest as ever), or where its run asked for them and said why
-/// it got none (a JSON file's warning: a CSV file cannot say): unknown, never zero. Files
-/// where none has lock figures nor asked: nothing. And one per file with lock figures whose
-/// rows lack them in some slice, which `has_locks` leaves uncompared.
-pub fn lock_notes(base: &Side, new: &Side) -> Vec<String> {
+/// The files of both sides, each once: a file compared with itself is one file.
+fn distinct_files<'a>(base: &'a Side, new: &'a Side) -> Vec<&'a RunFile> {
     let mut files: Vec<&RunFile> = Vec::new();
     for file in base.iter().chain(new) {
         if !files.iter().any(|seen| seen.name == file.name) {
             files.push(file);
         }
     }
+    files
+}
+
+/// --locks: one line per file without lock figures where another file has them (lock waits
+/// are then compared nowhere, the rest as ever), or where its run asked for them and said why
+/// it got none (a JSON file's warning: a CSV file cannot say): unknown, never zero. Files
+/// where none has lock figures nor asked: nothing. And one per file with lock figures whose
+/// rows lack them in some slice, which `has_locks` leaves uncompared.
+pub fn lock_notes(base: &Side, new: &Side) -> Vec<String> {
+    let files = distinct_files(base, new);
     let with: Vec<String> = files.iter().filter(|f| !f.lock_waits.is_empty()).map(|f| f.name.clone()).collect();
     let has = if with.len() == 1 { "has" } else { "have" };
     // The rest compares, but not alike: a run with lock figures paid for their records.
@@ -714,6 +749,30 @@ pub fn lock_notes(base: &Side, new: &Side) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// --profile: one line per file of a run without it where another file's run had it. Sampling
+/// costs the profiled rate about a twentieth (docs/measuring.md), so their rates differ by more
+/// than the kernel's change. Files that cannot say (a CSV without memcg figures): nothing.
+pub fn profile_notes(base: &Side, new: &Side) -> Vec<String> {
+    let files = distinct_files(base, new);
+    let profiled: Vec<String> = files.iter().filter(|f| f.profiled() == Some(true)).map(|f| f.name.clone()).collect();
+    if profiled.is_empty() {
+        return Vec::new();
+    }
+    let has = if profiled.len() == 1 { "has" } else { "have" };
+    files
+        .iter()
+        .filter(|f| f.profiled() == Some(false))
+        .map(|file| {
+            format!(
+                "{} is a run without --profile where {} {has} it: memcg costs are not compared; the rest is, though the rates of {} carry what --profile's sampling costs (the profiled rate about 0.95 of the plain one): take rates to compare from runs alike",
+                file.name,
+                named(&profiled),
+                named(&profiled)
+            )
+        })
+        .collect()
 }
 
 /// The cost of one memcg level on both sides, and its change with a 95% interval per workload,
@@ -1305,6 +1364,72 @@ mod tests {
             notes.contains(&"c.csv: 1 row(s) lack lock figures in some slice (a run writes lock_contentions_per_kop and lock_wait_ns_per_op for every slice, or for none): anon process 2t child: their lock waits are not compared; the rest is".to_string()),
             "{notes:?}"
         );
+    }
+
+    /// A report's JSON file, read back as compare reads it.
+    fn json_file(report: &crate::report::Report, name: &str) -> RunFile {
+        let mut json = Vec::new();
+        crate::export::json::write(&mut json, report, false).unwrap();
+        RunFile::from_json(name.into(), std::str::from_utf8(&json).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn runs_on_other_cpus_are_warned_of() {
+        use crate::report::fixture::synthetic_report;
+        let run = |cpus: Vec<usize>, name: &str| {
+            let mut report = synthetic_report(&[(100_000.0, 90_000.0); 6]);
+            report.env.run_id = name.into();
+            report.plan.cpus = cpus;
+            report
+        };
+        let (one, two, two_too) = (run(vec![0], "one"), run(vec![0, 1], "two"), run(vec![1, 0], "two_too"));
+        let (one_json, two_json) = (json_file(&one, "one.json"), json_file(&two, "two.json"));
+        let said = "one.json vs two.json: the workers ran on other CPUs (0 vs 0-1): a rate depends on how many CPUs the workers share and which; take runs to compare with the same --cpus";
+        assert!(
+            differences(&one_json, &two_json).iter().any(|w| w == said),
+            "{:#?}",
+            differences(&one_json, &two_json)
+        );
+        let cpus_said = |a: &RunFile, b: &RunFile| differences(a, b).iter().any(|w| w.contains("other CPUs"));
+        assert!(!cpus_said(&two_json, &json_file(&two_too, "two_too.json")));
+        // A CSV file does not say its CPUs: nothing is said.
+        let mut csv = Vec::new();
+        crate::export::csv::write_rows(&mut csv, &crate::export::csv::rows(&one, false)).unwrap();
+        let csv = RunFile::from_csv("one.csv".into(), std::str::from_utf8(&csv).unwrap()).unwrap();
+        assert!(!cpus_said(&csv, &two_json) && !cpus_said(&two_json, &csv));
+    }
+
+    #[test]
+    fn a_profiled_run_against_a_plain_one_is_warned_of() {
+        use crate::report::fixture::synthetic_report;
+        let run = |name: &str| {
+            let mut report = synthetic_report(&[(100_000.0, 90_000.0); 6]);
+            report.env.run_id = name.into();
+            report
+        };
+        let mut profiled = run("profiled");
+        for m in &mut profiled.measurements {
+            m.result.profile = Some(Default::default());
+        }
+        let (plain, profiled_json) = (json_file(&run("plain"), "plain.json"), json_file(&profiled, "profiled.json"));
+        assert_eq!((plain.profiled(), profiled_json.profiled()), (Some(false), Some(true)));
+        let said = "plain.json is a run without --profile where profiled.json has it: memcg costs are not compared; the rest is, though the rates of profiled.json carry what --profile's sampling costs (the profiled rate about 0.95 of the plain one): take rates to compare from runs alike";
+        for (base, new) in [(&plain, &profiled_json), (&profiled_json, &plain)] {
+            let warnings = side_warnings(one(base), one(new));
+            assert_eq!(
+                warnings.iter().filter(|w| w.contains("--profile")).collect::<Vec<_>>(),
+                [said],
+                "{warnings:#?}"
+            );
+        }
+        assert!(profile_notes(one(&plain), one(&plain)).is_empty());
+        assert!(profile_notes(one(&profiled_json), one(&profiled_json)).is_empty());
+        // A CSV file without memcg figures cannot say whether its run was profiled: nothing.
+        let mut csv = Vec::new();
+        crate::export::csv::write_rows(&mut csv, &crate::export::csv::rows(&run("c"), false)).unwrap();
+        let csv = RunFile::from_csv("c.csv".into(), std::str::from_utf8(&csv).unwrap()).unwrap();
+        assert_eq!(csv.profiled(), None);
+        assert!(profile_notes(one(&csv), one(&profiled_json)).is_empty());
     }
 
     #[test]

@@ -79,6 +79,9 @@ pub struct RunFile {
     /// --locks was asked and gave no lock figures: why, as the run's warning said (JSON files
     /// only). Its figures are unknown, never zero.
     pub locks_absent: Option<String>,
+    /// Whether the run sampled its workers (--profile: a slice's `result.profile`), where the
+    /// file says (JSON files; `profiled` reads a CSV's memcg figures too).
+    pub profile_asked: Option<bool>,
     /// A CSV file: it cannot say whether --locks was asked, nor why its run had no figures.
     pub csv: bool,
     /// Per row key, the settings that must agree for two files' rows to be compared.
@@ -98,6 +101,9 @@ pub struct RunFile {
     /// Levels between the hierarchy's root and the baseline's cgroup (0: the true root), where
     /// the file says: a placement at another base depth is another number of memcg levels.
     pub base_depth: Option<usize>,
+    /// The CPUs the run's workers ran on (`settings.cpus`), where the file says (JSON files;
+    /// the CSV has no such column).
+    pub cpus: Option<Vec<usize>>,
     /// The run the rows came from (the `run_id` column), where the file says: one per file.
     pub run_id: Option<String>,
     /// Rows left out as repeats of an earlier row (the same run, workload, mode, placement,
@@ -596,6 +602,16 @@ impl RunFile {
         }
     }
 
+    /// Whether the run was profiled (--profile), where the file says: a JSON file's slices carry
+    /// their profile or none; a CSV file's memcg figures come only from --profile, but a CSV
+    /// without them cannot say (None).
+    pub fn profiled(&self) -> Option<bool> {
+        if !self.memcg_ns.is_empty() {
+            return Some(true);
+        }
+        self.profile_asked
+    }
+
     /// Whether every slice of `key` the file counts has lock figures: a row whose figures
     /// stop part way is compared without them, not over the slices that have them.
     pub fn has_locks(&self, key: &Key) -> bool {
@@ -968,9 +984,14 @@ impl RunFile {
         for (index, m) in measurements.iter().enumerate() {
             file.add_measurement(settings, &workload, &mode, m, index)?;
         }
+        file.profile_asked = Some(measurements.iter().any(|m| m.result.profile.is_some()));
         file.add_json_facts(&name, environment)?;
         file.base_depth = field(&name, environment, "environment", "base_depth", "a depth")?;
         file.run_id = field::<String>(&name, environment, "environment", "run_id", "text")?.map(|id| fact_text(&id));
+        // Files from before the setting read it as none: they do not say. As a set: --cpus 1,0
+        // runs on the CPUs --cpus 0,1 does.
+        let cpus: std::collections::BTreeSet<usize> = settings.cpus.iter().copied().collect();
+        file.cpus = Some(cpus.into_iter().collect()).filter(|cpus: &Vec<usize>| !cpus.is_empty());
         // A run a signal ended early writes `"complete": false` (the CSV's run_complete); files
         // from before the field are complete.
         file.incomplete = document.complete == Some(false);

@@ -505,3 +505,39 @@ fn a_run_on_both_sides_or_an_empty_part_of_a_side_is_refused() {
     assert!(fine.status.success(), "{}", text(&fine.stderr));
     assert!(text(&fine.stdout).contains("r3.csv,"), "a side is named by all its files: {}", text(&fine.stdout));
 }
+
+/// A side's runs must hold the same rows: its rows are matched on its first run, so a run
+/// with other task counts dropped rows unseen, was counted in "2 run(s) against 1" though it
+/// gave nothing, and read otherwise in the other order.
+#[test]
+fn a_side_whose_runs_hold_other_rows_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    // Runs of --tasks 1,2: the rows at 2 tasks again at 1.
+    for name in ["t12.csv", "u12.csv", "v12.csv"] {
+        write_run(&dir.path().join(name), "6.1.0", [1000.0, 1010.0, 990.0], [900.0, 905.0, 895.0]);
+        let written = std::fs::read_to_string(path(name)).unwrap();
+        let at_one: String =
+            written.lines().skip(1).map(|line| line.replace(",anon,process,2,", ",anon,process,1,") + "\n").collect();
+        std::fs::write(path(name), written + &at_one).unwrap();
+    }
+    write_run(&dir.path().join("n2.csv"), "6.1.0", [1000.0, 1010.0, 990.0], [890.0, 895.0, 885.0]);
+    let (t12, u12, v12, n2) = (path("t12.csv"), path("u12.csv"), path("v12.csv"), path("n2.csv"));
+    for side in [format!("{u12},{n2}"), format!("{n2},{u12}")] {
+        let out = faultscale(&["compare", &t12, &side]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{side}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{side}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{u12} has anon process 1t root where {n2} has not: the runs of one side must hold the same rows"
+            )),
+            "{side}: {stderr}"
+        );
+        // On the base's side too.
+        let out = faultscale(&["compare", &side, &t12]);
+        assert_eq!(out.status.code(), Some(2), "{side}: {}", text(&out.stderr));
+    }
+    let fine = faultscale(&["compare", &t12, &format!("{u12},{v12}")]);
+    assert!(fine.status.success(), "{}", text(&fine.stderr));
+}
