@@ -56,7 +56,7 @@ fn a_tmpdir_without_inodes_for_every_task_is_refused_up_front() {
     // in a guest of 512 MiB, whose tmpfs holds half of it.
     for (inodes, code) in [(3, 2), (6, 2), (7, 0)] {
         let script = format!(
-            "mount -t tmpfs -o nr_inodes={inodes} fsinodes {small} && exec {bin} --base {BASE} --workload file-shared --chunk 64K --tmpdir {small} --tasks 2 --duration 0.2 --slices 1 -q",
+            "mount -t tmpfs -o nr_inodes={inodes} fsinodes {small} && exec {bin} --base {BASE} --workload file-shared --chunk 64K --tmpdir {small} --tasks 2 --duration 0.2 --slices 1 -q --csv -",
             small = small.display(),
             bin = binary().display()
         );

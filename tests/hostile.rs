@@ -1231,13 +1231,33 @@ fn a_broken_pipe_on_an_output_names_it() {
     assert!(said.contains("faultscale: error: writing --csv -: Broken pipe"), "{said}");
 }
 
-/// -q and no output: the measurements went nowhere, yet a busy cgroup's error began "the
-/// measurements are written, but".
+/// -q and no output file: nothing printed, nothing kept, exit 0 after the whole measurement.
+/// Refused before anything is created, exit 2, with the options that keep the results.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_quiet_run_without_an_output_is_refused_before_measuring() {
+    let (_serial, base) = needs_root();
+    let started = Instant::now();
+    let (_, output) = run_clean(&base, &["--base", BASE, "--duration", "5", "-q"]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("-q prints no table") && stderr.contains("--json FILE"), "{stderr}");
+    assert!(output.stdout.is_empty() && started.elapsed() < Duration::from_secs(4), "measured before refusing");
+}
+
+/// -q with only flame graphs: the measurements went nowhere, yet a busy cgroup's error began
+/// "the measurements are written, but".
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_busy_cgroup_after_a_quiet_run_without_outputs_says_nothing_was_kept() {
     let (_serial, base) = needs_root();
-    let child = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "1", "-q"]);
+    if perf_events_missing().is_some() {
+        return;
+    }
+    let profiles = tempfile::tempdir().unwrap();
+    let profile_dir = profiles.path().to_str().unwrap();
+    let child = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "1", "-q", "--profile-dir", profile_dir]);
     let pid = child.id();
     wait_running(&base, pid);
     let tree = leaf_named(&trees_of(&base, pid).pop().unwrap(), "-child");
