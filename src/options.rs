@@ -149,13 +149,19 @@ impl RunOptions {
 /// baseline first.
 fn placements(args: &RunArgs) -> Result<Vec<Placement>> {
     let mut placements = parse_placements(&args.cgroup)?;
+    // Listing the baseline asks for it: --no-baseline dropped it silently, and the other
+    // placements then had no overhead.
+    if let Some(baseline) = args.cgroup.split(',').map(str::trim).find(|item| ["root", "base"].contains(item))
+        && args.no_baseline
+    {
+        bail!(
+            "--cgroup {baseline} with --no-baseline: {baseline} is the baseline, which --no-baseline leaves out; drop one of them"
+        );
+    }
     // The baseline is always measured first; listing `root` too just says so.
     placements.retain(|p| !p.is_baseline());
     if !args.no_baseline {
         placements.insert(0, Placement::baseline());
-    }
-    if placements.is_empty() {
-        bail!("--no-baseline with --cgroup root leaves nothing to measure; name a placement such as child");
     }
     if args.no_baseline && placements.iter().any(|p| p.control) {
         bail!("--cgroup control with --no-baseline: the control is checked against the baseline; drop one of them");
@@ -730,6 +736,21 @@ mod tests {
         for kept in [&["-q", "--csv", "r.csv"][..], &["-q", "--json", "-"], &["-q", "--profile-dir", "d"], &[]] {
             assert!(check(kept).is_ok(), "{kept:?}");
         }
+    }
+
+    #[test]
+    fn the_baseline_named_with_no_baseline_is_refused_like_the_control() {
+        use clap::Parser;
+        let of = |args: &[&str]| placements(&cli::Cli::parse_from([&["faultscale"][..], args].concat()).run);
+        for (list, named) in [("root,child", "root"), ("child, base", "base"), ("root", "root")] {
+            let err = of(&["--cgroup", list, "--no-baseline"]).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("--cgroup {named} with --no-baseline")), "{list}: {err}");
+        }
+        let err = of(&["--cgroup", "child,control", "--no-baseline"]).unwrap_err().to_string();
+        assert!(err.starts_with("--cgroup control with --no-baseline"), "{err}");
+        let names = |args: &[&str]| of(args).unwrap().into_iter().map(|p| p.name).collect::<Vec<_>>();
+        assert_eq!(names(&["--cgroup", "root,child"]), ["base", "child"]);
+        assert_eq!(names(&["--cgroup", "child", "--no-baseline"]), ["child"]);
     }
 
     #[test]
