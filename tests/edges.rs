@@ -207,6 +207,20 @@ fn env_and_runs_on_a_read_only_cgroupfs_say_so() {
     }
 }
 
+/// `env --base /nonexistent` exited 1 after its listing and advised "see `faultscale env`"
+/// from inside env; a run given that base exits 2. One line now, exit 2, with the bases there are.
+#[test]
+fn env_with_a_base_that_does_not_exist_is_a_usage_error() {
+    let output =
+        std::process::Command::new(binary()).args(["env", "--base", "/faultscale-no-such-base"]).output().unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--base /faultscale-no-such-base:") && stderr.contains("does not exist"), "{stderr}");
+    assert!(stderr.contains("root, self, new or a cgroup path") && !stderr.contains("faultscale env"), "{stderr}");
+    assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
+}
+
 /// `env --base new` names the cgroup the run uses (`...-new`, made in the one found), and the
 /// NUMA line gives a count: `numa nodes: 0` read as no node at all.
 #[test]
