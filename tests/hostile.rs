@@ -1395,6 +1395,29 @@ fn qemu_guest_share_with_a_dangling_link_is_refused_by_the_checks() {
     assert!(!out.exists(), "--check made OUTDIR");
 }
 
+/// scripts/bench-locks took any PAIRS, SECONDS and TASKS and ran faultscale with its errors
+/// sent to /dev/null: `bench-locks 0` printed a header and divided by zero. Each is refused
+/// in one line naming it, exit 2, before anything is built or run.
+#[test]
+fn bench_locks_refuses_bad_arguments_before_running() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/bench-locks");
+    for (args, named) in [
+        (&["0"][..], "PAIRS 0"),
+        (&["x"], "PAIRS x"),
+        (&["2", "0"], "SECONDS 0"),
+        (&["2", "-1"], "SECONDS -1"),
+        (&["2", "1s"], "SECONDS 1s"),
+        (&["2", "1", "anon", "0"], "TASKS 0"),
+        (&["2", "1", "anon", "two"], "TASKS two"),
+    ] {
+        let output = Command::new(&script).args(args).output().unwrap();
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.lines().count() == 1 && stderr.starts_with(&format!("bench-locks: {named}:")), "{stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}: {}", text(&output.stdout));
+    }
+}
+
 /// A worker stopped from outside (SIGSTOP, a debugger) never reaches the boundary where it
 /// would park: the park does not wait for it for ever, but names it, with its state, once the
 /// crew has made no progress for 5 s; the slice fails, the run goes on and ends, nothing left.
