@@ -228,7 +228,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub per_cpu: bool,
 
-    /// Print no table, only warnings and errors
+    /// Print no table, only warnings and errors (needs --csv, --json, --samples-csv or --profile-dir)
     #[arg(long, short)]
     pub quiet: bool,
 

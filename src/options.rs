@@ -108,6 +108,7 @@ impl RunOptions {
         check_space(&work, files)?;
         let profile_dir = profile_dir(args)?;
         check_one_stdout(args)?;
+        check_results_kept(args)?;
 
         let plan = Plan {
             placements,
@@ -148,13 +149,19 @@ impl RunOptions {
 /// baseline first.
 fn placements(args: &RunArgs) -> Result<Vec<Placement>> {
     let mut placements = parse_placements(&args.cgroup)?;
+    // Listing the baseline asks for it: --no-baseline dropped it silently, and the other
+    // placements then had no overhead.
+    if let Some(baseline) = args.cgroup.split(',').map(str::trim).find(|item| ["root", "base"].contains(item))
+        && args.no_baseline
+    {
+        bail!(
+            "--cgroup {baseline} with --no-baseline: {baseline} is the baseline, which --no-baseline leaves out; drop one of them"
+        );
+    }
     // The baseline is always measured first; listing `root` too just says so.
     placements.retain(|p| !p.is_baseline());
     if !args.no_baseline {
         placements.insert(0, Placement::baseline());
-    }
-    if placements.is_empty() {
-        bail!("--no-baseline with --cgroup root leaves nothing to measure; name a placement such as child");
     }
     if args.no_baseline && placements.iter().any(|p| p.control) {
         bail!("--cgroup control with --no-baseline: the control is checked against the baseline; drop one of them");
@@ -579,6 +586,18 @@ fn check_one_stdout(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// `-q` prints no table: without an output file the run would measure for nothing and exit 0.
+fn check_results_kept(args: &RunArgs) -> Result<()> {
+    if !args.quiet || !args.outputs.0.is_empty() || args.profile_dir.is_some() {
+        return Ok(());
+    }
+    let options: Vec<String> = crate::export::EXPORTERS.iter().map(|e| format!("--{} FILE", e.option())).collect();
+    bail!(
+        "-q prints no table, and no output is given, so the results would be kept nowhere: give {}, or --profile-dir DIR, or drop -q",
+        options.join(", ")
+    );
+}
+
 /// The command line's value enums as the engine's types: `From` impls that name every variant
 /// on both sides, so a value added to one side and not the other does not compile.
 macro_rules! same_values {
@@ -705,6 +724,33 @@ mod tests {
         assert_eq!(file_bytes("file-private", false), 0, "a hole read takes no block");
         assert_eq!(file_bytes("usemem-file", true), 64 << 20);
         assert_eq!(file_bytes("page_fault3", false), 128 << 20);
+    }
+
+    #[test]
+    fn a_quiet_run_needs_an_output_to_keep_its_results() {
+        use clap::Parser;
+        let check = |args: &[&str]| check_results_kept(&cli::Cli::parse_from([&["faultscale"][..], args].concat()).run);
+        let err = check(&["-q"]).unwrap_err().to_string();
+        assert!(err.starts_with("-q prints no table") && err.contains("--json FILE"), "{err}");
+        assert!(check(&["--quiet", "--duration", "1"]).is_err());
+        for kept in [&["-q", "--csv", "r.csv"][..], &["-q", "--json", "-"], &["-q", "--profile-dir", "d"], &[]] {
+            assert!(check(kept).is_ok(), "{kept:?}");
+        }
+    }
+
+    #[test]
+    fn the_baseline_named_with_no_baseline_is_refused_like_the_control() {
+        use clap::Parser;
+        let of = |args: &[&str]| placements(&cli::Cli::parse_from([&["faultscale"][..], args].concat()).run);
+        for (list, named) in [("root,child", "root"), ("child, base", "base"), ("root", "root")] {
+            let err = of(&["--cgroup", list, "--no-baseline"]).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("--cgroup {named} with --no-baseline")), "{list}: {err}");
+        }
+        let err = of(&["--cgroup", "child,control", "--no-baseline"]).unwrap_err().to_string();
+        assert!(err.starts_with("--cgroup control with --no-baseline"), "{err}");
+        let names = |args: &[&str]| of(args).unwrap().into_iter().map(|p| p.name).collect::<Vec<_>>();
+        assert_eq!(names(&["--cgroup", "root,child"]), ["base", "child"]);
+        assert_eq!(names(&["--cgroup", "child", "--no-baseline"]), ["child"]);
     }
 
     #[test]

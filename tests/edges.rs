@@ -56,7 +56,7 @@ fn a_tmpdir_without_inodes_for_every_task_is_refused_up_front() {
     // in a guest of 512 MiB, whose tmpfs holds half of it.
     for (inodes, code) in [(3, 2), (6, 2), (7, 0)] {
         let script = format!(
-            "mount -t tmpfs -o nr_inodes={inodes} fsinodes {small} && exec {bin} --base {BASE} --workload file-shared --chunk 64K --tmpdir {small} --tasks 2 --duration 0.2 --slices 1 -q",
+            "mount -t tmpfs -o nr_inodes={inodes} fsinodes {small} && exec {bin} --base {BASE} --workload file-shared --chunk 64K --tmpdir {small} --tasks 2 --duration 0.2 --slices 1 -q --csv -",
             small = small.display(),
             bin = binary().display()
         );
@@ -205,6 +205,20 @@ fn env_and_runs_on_a_read_only_cgroupfs_say_so() {
         assert!(stderr.contains("read-only mount") && stderr.lines().count() == 1, "{args}: {stderr}");
         assert_nothing_left(&base, pid);
     }
+}
+
+/// `env --base /nonexistent` exited 1 after its listing and advised "see `faultscale env`"
+/// from inside env; a run given that base exits 2. One line now, exit 2, with the bases there are.
+#[test]
+fn env_with_a_base_that_does_not_exist_is_a_usage_error() {
+    let output =
+        std::process::Command::new(binary()).args(["env", "--base", "/faultscale-no-such-base"]).output().unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--base /faultscale-no-such-base:") && stderr.contains("does not exist"), "{stderr}");
+    assert!(stderr.contains("root, self, new or a cgroup path") && !stderr.contains("faultscale env"), "{stderr}");
+    assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
 }
 
 /// `env --base new` names the cgroup the run uses (`...-new`, made in the one found), and the

@@ -1059,6 +1059,8 @@ fn degenerate_durations_and_colliding_names_are_refused_before_anything_is_creat
         (vec!["--duration", "0.05"], "at least 0.1 s"),
         (vec!["--cgroup", root_profile], "named root"),
         (vec!["--cgroup", "nested:4,nested-4"], "share the directory name"),
+        // The baseline listed and left out: child had no overhead to show.
+        (vec!["--cgroup", "root,child", "--no-baseline"], "--cgroup root with --no-baseline"),
         // A CPU count no kernel boots with: refused before the checks allocate per CPU (2^64 - 1
         // aborted on a capacity overflow; 10^8 took 2.5 GB and a minute).
         (vec!["--check-args", "18446744073709551615"], "at most 1024 CPUs (CPU_SETSIZE)"),
@@ -1071,7 +1073,10 @@ fn degenerate_durations_and_colliding_names_are_refused_before_anything_is_creat
         all.extend(&extra);
         let (_, output) = run_clean(&base, &all);
         let stderr = text(&output.stderr);
-        assert!(!output.status.success() && stderr.contains(why) && stderr.lines().count() == 1, "{extra:?}: {stderr}");
+        assert!(
+            output.status.code() == Some(2) && stderr.contains(why) && stderr.lines().count() == 1,
+            "{extra:?}: {stderr}"
+        );
         assert!(!stderr.contains("NaN") && !stderr.contains("inf"), "{stderr}");
     }
 }
@@ -1231,13 +1236,33 @@ fn a_broken_pipe_on_an_output_names_it() {
     assert!(said.contains("faultscale: error: writing --csv -: Broken pipe"), "{said}");
 }
 
-/// -q and no output: the measurements went nowhere, yet a busy cgroup's error began "the
-/// measurements are written, but".
+/// -q and no output file: nothing printed, nothing kept, exit 0 after the whole measurement.
+/// Refused before anything is created, exit 2, with the options that keep the results.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn a_quiet_run_without_an_output_is_refused_before_measuring() {
+    let (_serial, base) = needs_root();
+    let started = Instant::now();
+    let (_, output) = run_clean(&base, &["--base", BASE, "--duration", "5", "-q"]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("-q prints no table") && stderr.contains("--json FILE"), "{stderr}");
+    assert!(output.stdout.is_empty() && started.elapsed() < Duration::from_secs(4), "measured before refusing");
+}
+
+/// -q with only flame graphs: the measurements went nowhere, yet a busy cgroup's error began
+/// "the measurements are written, but".
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn a_busy_cgroup_after_a_quiet_run_without_outputs_says_nothing_was_kept() {
     let (_serial, base) = needs_root();
-    let child = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "1", "-q"]);
+    if perf_events_missing().is_some() {
+        return;
+    }
+    let profiles = tempfile::tempdir().unwrap();
+    let profile_dir = profiles.path().to_str().unwrap();
+    let child = spawn(&["--base", BASE, "--cgroup", "child", "--duration", "1", "-q", "--profile-dir", profile_dir]);
     let pid = child.id();
     wait_running(&base, pid);
     let tree = leaf_named(&trees_of(&base, pid).pop().unwrap(), "-child");
@@ -1368,6 +1393,29 @@ fn qemu_guest_share_with_a_dangling_link_is_refused_by_the_checks() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.lines().count() == 1 && stderr.contains("lib/link.rb"), "{stderr}");
     assert!(!out.exists(), "--check made OUTDIR");
+}
+
+/// scripts/bench-locks took any PAIRS, SECONDS and TASKS and ran faultscale with its errors
+/// sent to /dev/null: `bench-locks 0` printed a header and divided by zero. Each is refused
+/// in one line naming it, exit 2, before anything is built or run.
+#[test]
+fn bench_locks_refuses_bad_arguments_before_running() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/bench-locks");
+    for (args, named) in [
+        (&["0"][..], "PAIRS 0"),
+        (&["x"], "PAIRS x"),
+        (&["2", "0"], "SECONDS 0"),
+        (&["2", "-1"], "SECONDS -1"),
+        (&["2", "1s"], "SECONDS 1s"),
+        (&["2", "1", "anon", "0"], "TASKS 0"),
+        (&["2", "1", "anon", "two"], "TASKS two"),
+    ] {
+        let output = Command::new(&script).args(args).output().unwrap();
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.lines().count() == 1 && stderr.starts_with(&format!("bench-locks: {named}:")), "{stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}: {}", text(&output.stdout));
+    }
 }
 
 /// A worker stopped from outside (SIGSTOP, a debugger) never reaches the boundary where it

@@ -166,3 +166,22 @@ fn published_setups_build_with_shares_of_ram_and_say_what_v1_cannot_set() {
         assert!(!stderr.contains("left unset"), "{stderr}");
     }
 }
+
+/// `profiles nested:3` said `--cgroup "nested:3": not a placement` though no --cgroup was
+/// given, and exited 1 where `--cgroup bogus` exits 2.
+#[test]
+fn profiles_of_no_profile_names_its_argument_and_exits_2() {
+    let missing = tempfile::tempdir().unwrap().path().join("missing.toml");
+    for (name, said) in [("nested:3", "profiles \"nested:3\": not a shipped profile"), ("bogus", "profiles \"bogus\"")]
+    {
+        let output = std::process::Command::new(binary()).args(["profiles", name]).output().unwrap();
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(said) && !stderr.contains("--cgroup"), "{name}: {stderr}");
+    }
+    let output = std::process::Command::new(binary()).args(["profiles", missing.to_str().unwrap()]).output().unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("missing.toml: cannot read profile"), "{stderr}");
+}

@@ -30,7 +30,7 @@ fn run_limited(soft: u64, hard: u64, args: &[&str]) -> (u32, Output) {
 }
 
 const MANY_CREWS: &[&str] =
-    &["--base", BASE, "--tasks", "48", "--cgroup", "child,nested:4,control", "--duration", "2", "-q"];
+    &["--base", BASE, "--tasks", "48", "--cgroup", "child,nested:4,control", "--duration", "2", "-q", "--json", "-"];
 
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
@@ -182,7 +182,7 @@ fn the_scaling_table_says_the_exact_time_on_cpu_at_many_tasks() {
 fn descriptors_the_run_inherits_count_against_its_limit() {
     let (_guard, _) = needs_root();
     let mut command = Command::new(binary());
-    command.args(["--base", BASE, "--duration", "1", "-q"]);
+    command.args(["--base", BASE, "--duration", "1", "-q", "--csv", "-"]);
     // SAFETY: dup2 and setrlimit only, between fork and exec.
     unsafe {
         command.pre_exec(|| {

@@ -365,7 +365,21 @@ fn huge_pages_under_thp_are_said_to_make_the_figures_per_page() {
     let (_serial, base) = needs_root();
     let (_, output) = run_clean(
         &base,
-        &["--base", BASE, "--cgroup", "child", "--thp", "always", "--chunk", "2M", "--duration", "0.5", "-q"],
+        &[
+            "--base",
+            BASE,
+            "--cgroup",
+            "child",
+            "--thp",
+            "always",
+            "--chunk",
+            "2M",
+            "--duration",
+            "0.5",
+            "-q",
+            "--csv",
+            "-",
+        ],
     );
     let stderr = text(&output.stderr);
     assert!(output.status.success(), "{stderr}");

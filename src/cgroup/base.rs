@@ -51,10 +51,16 @@ impl BaseSpec {
 /// after resolving symlinks, no `..`, a directory holding cgroup.procs. Every error is the
 /// user's `--base` naming no usable cgroup: a usage error.
 pub fn resolve_base(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
-    resolve(hierarchy, spec).map_err(error::usage)
+    resolve(hierarchy, spec, " (see `faultscale env`)").map_err(error::usage)
 }
 
-fn resolve(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
+/// `resolve_base` for `faultscale env` itself, whose errors cannot send the user to env.
+pub fn resolve_base_in_env(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
+    resolve(hierarchy, spec, ": root, self, new or a cgroup path").map_err(error::usage)
+}
+
+/// `advice` follows "pick another base" where the base does not exist.
+fn resolve(hierarchy: &Hierarchy, spec: &BaseSpec, advice: &str) -> Result<PathBuf> {
     let (label, candidate) = match spec {
         BaseSpec::Root => ("root".to_string(), hierarchy.fs_path(&hierarchy.mount_root)),
         BaseSpec::OwnCgroup => ("self".to_string(), hierarchy.fs_path(&hierarchy.own_path)),
@@ -81,7 +87,7 @@ fn resolve(hierarchy: &Hierarchy, spec: &BaseSpec) -> Result<PathBuf> {
     };
     let resolved = std::fs::canonicalize(&candidate).map_err(|e| {
         anyhow::anyhow!(
-            "--base {label}: {} does not exist ({e}); create it or pick another base (see `faultscale env`)",
+            "--base {label}: {} does not exist ({e}); create it or pick another base{advice}",
             candidate.display()
         )
     })?;
@@ -341,6 +347,11 @@ mod tests {
             let err = resolve_base(&h, &BaseSpec::Path(path.into())).unwrap_err().to_string();
             assert!(err.starts_with(&format!("--base {path}")) && err.contains(expected), "{path}: {err}");
         }
+        // env's own errors cannot send the user to env.
+        let err = resolve_base(&h, &BaseSpec::Path("/nope".into())).unwrap_err().to_string();
+        assert!(err.ends_with("pick another base (see `faultscale env`)"), "{err}");
+        let err = resolve_base_in_env(&h, &BaseSpec::Path("/nope".into())).unwrap_err().to_string();
+        assert!(err.ends_with("pick another base: root, self, new or a cgroup path"), "{err}");
         for bad in ["", "a\nb", "a\0b"] {
             assert!(BaseSpec::parse(bad).is_err(), "{bad:?}");
         }

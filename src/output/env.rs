@@ -3,6 +3,7 @@
 use anyhow::Result;
 
 use crate::cgroup::{self, Version, VersionChoice};
+use crate::error;
 use crate::run::cpus;
 use crate::text::{format_cpu_list, read_line_or};
 
@@ -34,6 +35,17 @@ fn node_count(list: &str) -> String {
 /// Prints everything; returns whether the base is usable.
 pub fn print(version: VersionChoice, base: &str) -> Result<bool> {
     let detected = cgroup::detect()?;
+    let resolved = detected.memory_hierarchy(version).and_then(|h| {
+        let spec = cgroup::BaseSpec::parse(base).map_err(error::usage)?;
+        let path = cgroup::base::resolve_base_in_env(&h, &spec)?;
+        Ok((h, path))
+    });
+    // A --base that names no usable cgroup is the user's input: refused in one line (exit 2),
+    // as a run refuses it. A machine without a memory controller is listed as it is.
+    let resolved = match resolved {
+        Err(e) if matches!(error::of(&e), Some(error::Error::Usage(_))) => return Err(e),
+        other => other,
+    };
     line("layout", detected.layout);
     match &detected.v1_memory {
         Some(h) => line(
@@ -56,10 +68,6 @@ pub fn print(version: VersionChoice, base: &str) -> Result<bool> {
         ),
         None => line("cgroup2 mount", "none"),
     }
-    let resolved = detected.memory_hierarchy(version).and_then(|h| {
-        let path = cgroup::resolve_base(&h, &cgroup::BaseSpec::parse(base)?)?;
-        Ok((h, path))
-    });
     let usable = match &resolved {
         Ok((h, path)) => {
             line("memory used from", format!("cgroup {} at {}", h.version, h.mount_point.display()));

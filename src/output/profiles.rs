@@ -35,7 +35,15 @@ fn compact(knob: &crate::cgroup::knobs::Knob) -> String {
 
 /// The directories and knob files `name` would become on this machine; creates nothing.
 pub fn show(name: &str, version: VersionChoice) -> Result<()> {
-    let p = profile::load(name)?;
+    // The user's input, refused as a run refuses `--cgroup bogus` (exit 2), named as given
+    // here: a placement such as nested:3 is no profile.
+    if !profile::names_a_profile(name) {
+        return Err(crate::error::usage(anyhow!(
+            "profiles {name:?}: not a shipped profile ({}) or a .toml path; `faultscale profiles` lists the shipped ones",
+            profile::shipped_names()
+        )));
+    }
+    let p = profile::load(name).map_err(crate::error::usage)?;
     let hierarchy = cgroup::detect()?.memory_hierarchy(version)?;
     // A profile file is anyone's text: its description is shown escaped (its name is checked).
     out!("{}: {} (cgroup {} names; nothing is created)", p.name, escaped(&p.description), hierarchy.version);

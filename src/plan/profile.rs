@@ -248,12 +248,27 @@ fn relative_size(at: Origin, key: &str, s: &str, ram: u64, above: Option<&Vec<Kn
 /// The smallest size a share may come to: 64 KiB, sixteen 4K pages.
 const MIN_SHARE_BYTES: u64 = 64 << 10;
 
+/// Whether `spec` is taken for a profile: a shipped name or a path (anything with a `/` or
+/// ending in .toml); anything else `load` refuses without reading.
+pub fn names_a_profile(spec: &str) -> bool {
+    SHIPPED.iter().any(|(name, _)| *name == spec) || is_path(spec)
+}
+
+fn is_path(spec: &str) -> bool {
+    spec.contains('/') || spec.ends_with(".toml")
+}
+
+/// The shipped profiles' names, comma-separated, for an error naming what there is.
+pub fn shipped_names() -> String {
+    SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+}
+
 /// Loads a profile by shipped name or by path (anything with a `/` or ending in .toml).
 pub fn load(spec: &str) -> Result<Profile> {
     if let Some((_, text)) = SHIPPED.iter().find(|(name, _)| *name == spec) {
         return parse(&format!("cgroup-profiles/{spec}.toml"), text);
     }
-    if spec.contains('/') || spec.ends_with(".toml") {
+    if is_path(spec) {
         let path = Path::new(spec);
         // Checked before reading, so a huge file (or /dev/zero) is refused, not slurped.
         let metadata = std::fs::metadata(path).map_err(|e| anyhow!("{spec}: cannot read profile: {e}"))?;
@@ -269,7 +284,7 @@ pub fn load(spec: &str) -> Result<Profile> {
     }
     bail!(
         "--cgroup {spec:?}: not a placement (root, child, nested:N, nested:A..B, siblings:N), shipped profile ({}) or .toml path",
-        SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        shipped_names()
     )
 }
 
