@@ -349,8 +349,16 @@ pub fn is_lock_code(address: u64, name: &str, text: &LockText) -> bool {
 /// code's. perf lock contention names the second of them: it skips the chain's first three
 /// frames whatever they are (seen on 6.18: rwsem:W `do_mmap` where the chain is
 /// `rwsem_down_write_slowpath`, `down_write`, `__mmap_region`, `do_mmap`), so both are kept.
+///
+/// A lock contended inside the scheduler (`__schedule`, sched text: the runqueue's lock, taken
+/// where a worker is preempted or sleeps) is named `__schedule`, with the code that entered
+/// it: named by that code alone it read as that code's lock (`irqentry_exit_to_user_mode`
+/// after a page fault, where the worker was preempted on its way back to user mode).
 pub fn caller<'a>(frames: &[(u64, &'a str)], text: &LockText) -> Option<(&'a str, Option<&'a str>)> {
     let at = frames.iter().position(|(address, name)| !is_lock_code(*address, name, text))?;
+    if frames[..at].iter().any(|(_, name)| *name == "__schedule") {
+        return Some(("__schedule", Some(frames[at].1)));
+    }
     Some((frames[at].1, frames.get(at + 1).map(|(_, name)| *name)))
 }
 
@@ -706,6 +714,17 @@ mod tests {
             (0xffffffff81300200, "vms_complete_munmap_vmas"),
         ];
         assert_eq!(caller(&release, &text), Some(("vms_complete_munmap_vmas", None)));
+        // The runqueue's lock, contended in the scheduler at a preemption on the way back to
+        // user mode after a fault: the scheduler's, entered from there.
+        let preempted = [
+            (0xffffffff81500000, "native_queued_spin_lock_slowpath"),
+            (0xffffffff82261100, "_raw_spin_lock"),
+            (0xffffffff82258400, "__schedule"),
+            (0xffffffff82258500, "schedule"),
+            (0xffffffff81400000, "irqentry_exit_to_user_mode"),
+            (0xffffffff81400100, "asm_exc_page_fault"),
+        ];
+        assert_eq!(caller(&preempted, &text), Some(("__schedule", Some("irqentry_exit_to_user_mode"))));
         // Without the sections (kallsyms hidden) the names alone decide.
         assert_eq!(caller(&rwsem, &LockText::default()), Some(("do_mmap", Some("vm_mmap_pgoff"))));
         assert_eq!(caller(&rwsem[..3], &text), None, "a chain of lock code only has no caller");
