@@ -423,5 +423,12 @@ pub fn plot(file: &str, output: &str, chart: export::plot::Chart) -> Result<Outc
     let (drawn, bytes) = (drawn?, bytes.expect("drawn").with_context(|| format!("reading {}", scratch.display()))?);
     sink.write_with(|out| Ok(out.write_all(&bytes)?))?;
     say!("faultscale: wrote {output} ({drawn:?} chart)");
+    let left_out = export::plot::left_out(&run, drawn);
+    if !left_out.is_empty() {
+        say!(
+            "faultscale: warning: the depth chart draws the baseline, child and nested:N only (plain depth steps): {} left out; --chart bars draws every placement",
+            left_out.join(", ")
+        );
+    }
     Ok(Outcome::Clean)
 }

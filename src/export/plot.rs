@@ -58,6 +58,25 @@ fn pick(file: &RunFile, chart: Chart) -> Chart {
 }
 
 /// Series name -> points, for the chart.
+/// Profiles with knobs and siblings are not plain depth steps: the depth line takes the
+/// baseline, child and nested:N only.
+fn on_the_depth_line(placement: &str) -> bool {
+    is_baseline(placement) || placement == "child" || placement.starts_with("nested:")
+}
+
+/// The placements a `chart` leaves out of a file, each once, for the warning that says so.
+pub fn left_out(file: &RunFile, chart: Chart) -> Vec<String> {
+    let mut names: Vec<String> = match chart {
+        Chart::Depth => {
+            file.rates.keys().map(|k| k.placement.name().to_string()).filter(|n| !on_the_depth_line(n)).collect()
+        }
+        _ => Vec::new(),
+    };
+    names.sort();
+    names.dedup();
+    names
+}
+
 fn series(file: &RunFile, chart: Chart, per_task: bool) -> BTreeMap<String, Vec<Point>> {
     // Repetitions gathered per (series, x): on the depth chart `child` and `nested:1` are the
     // same one-level setup and share a point.
@@ -68,10 +87,7 @@ fn series(file: &RunFile, chart: Chart, per_task: bool) -> BTreeMap<String, Vec<
             Chart::Tasks => (format!("{}{}", scope(file, key), key.placement.name()), key.tasks),
             Chart::Depth => {
                 let Some(&depth) = file.depths.get(key.placement.name()) else { continue };
-                // Profiles with knobs are not plain depth steps; the depth line takes the
-                // baseline, child and nested:N only.
-                let name = key.placement.name();
-                if !(is_baseline(name) || name == "child" || name.starts_with("nested:")) {
+                if !on_the_depth_line(key.placement.name()) {
                     continue;
                 }
                 (format!("{}{}", scope(file, key), crate::text::plural(key.tasks as usize, "task")), depth)
@@ -345,6 +361,8 @@ mod tests {
         ]);
         let s = series(&f, Chart::Depth, true);
         let points = &s["2 tasks"];
+        assert_eq!(left_out(&f, Chart::Depth), ["limited"]);
+        assert!(left_out(&f, Chart::Bars).is_empty());
         // child and nested:1 share depth 1; the limited profile is not on the line.
         assert_eq!(points.iter().map(|p| p.x).collect::<Vec<_>>(), [0.0, 1.0, 4.0]);
         assert!((points[0].mean - 5.0).abs() < 1e-9);
