@@ -660,9 +660,9 @@ pub fn side_warnings(base: &Side, new: &Side) -> Vec<String> {
     warnings.extend(profile_notes(base, new));
     if base.len() > 1 || new.len() > 1 {
         warnings.push(format!(
-            "{} run(s) against {}: each run is one value, tested over the runs",
-            base.len(),
-            new.len()
+            "{} new run(s) against {} base run(s): each run is one value, tested over the runs",
+            new.len(),
+            base.len()
         ));
     }
     let mut said = std::collections::BTreeSet::new();

@@ -331,9 +331,10 @@ fn slices(args: &RunArgs, fixed_work: bool, duration: Duration) -> Result<u32> {
     };
     if !fixed_work && duration / slices < MIN_SLICE {
         bail!(
-            "--slices {slices}: slices of {:.3} s are shorter than {} s; fewer slices or a longer --duration",
-            (duration / slices).as_secs_f64(),
-            MIN_SLICE.as_secs_f64()
+            "--slices {slices}: slices of {:.2} ms are shorter than {} ms; at most {} slices in this --duration, or a longer one",
+            (duration / slices).as_secs_f64() * 1e3,
+            MIN_SLICE.as_millis(),
+            (duration.as_nanos() / MIN_SLICE.as_nanos()).max(1)
         );
     }
     Ok(slices)

@@ -712,12 +712,12 @@ impl RunFile {
         }
         let name = &self.name;
         if let Some(FileState::Failed(reason)) = &self.state {
-            bail!("{name}: the run failed before any slice was measured ({reason}): nothing to compare");
+            bail!("{name}: the run failed before any slice was measured ({reason}): nothing to compare or plot");
         }
         match (self.overran, self.left_out) {
             (0, 0) => bail!("{name}: no summary rows"),
             (overran, left_out) => bail!(
-                "{name}: none of its {} slice(s) counted ({left_out} left out: disturbed, of a round a stop cut short, or of one missing a placement's slice; {overran} overran their time): nothing to compare; measure again",
+                "{name}: none of its {} slice(s) counted ({left_out} left out: disturbed, of a round a stop cut short, or of one missing a placement's slice; {overran} overran their time): nothing to compare or plot; measure again",
                 overran + left_out
             ),
         }

@@ -82,7 +82,7 @@ fn compare_marks_real_changes_and_not_noise() {
     let table = faultscale(&["compare", &bases, &slowers]);
     let stdout = text(&table.stdout);
     assert!(table.status.success(), "{}", text(&table.stderr));
-    assert!(stdout.contains("[") && stdout.contains("2 run(s) against 2]"), "{stdout}");
+    assert!(stdout.contains("[") && stdout.contains("2 new run(s) against 2 base run(s)]"), "{stdout}");
     assert!(stdout.lines().any(|l| l.contains("child") && l.contains("-10.") && l.contains('*')), "{stdout}");
     assert!(stdout.lines().any(|l| l.contains(" root ") && !l.contains('*') && !l.contains('?')), "{stdout}");
     // LKP's terms beside ours: the child's per-task rate (2 tasks) and its change.

@@ -90,7 +90,7 @@ pub fn writes_for(level: &[Knob], version: Version) -> Result<Vec<KnobWrite>> {
                         }
                     }
                     other => bail!(
-                        "{other} has no cgroup v1 equivalent; run this profile on a cgroup v2 host (--cgroup-version v2)"
+                        "{other} has no cgroup v1 equivalent; run this profile where the memory controller is on cgroup v2 (`faultscale env` says where it is here)"
                     ),
                 }
             }

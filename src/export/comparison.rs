@@ -25,7 +25,7 @@ pub fn write(out: &mut dyn Write, changes: &[Change]) -> Result<()> {
             file = &c.new_file;
             match (c.base_runs, c.new_runs) {
                 (1, 1) => writeln!(out, "[{file}]")?,
-                (base, new) => writeln!(out, "[{file}: {new} run(s) against {base}]")?,
+                (base, new) => writeln!(out, "[{file}: {new} new run(s) against {base} base run(s)]")?,
             }
         }
         writeln!(

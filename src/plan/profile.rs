@@ -95,7 +95,7 @@ fn percentage(text: &str) -> Option<Result<(f64, ShareOf), String>> {
     };
     Some(match number.trim().parse::<f64>() {
         Ok(p) if p > 0.0 && p <= 100.0 => Ok((p, of)),
-        _ => Err(format!("{number:?}% is not a percentage from above 0 to 100")),
+        _ => Err(format!("{:?} is not a percentage from above 0 to 100", format!("{number}%"))),
     })
 }
 
@@ -374,12 +374,12 @@ mod tests {
                 "[[level]]\n\"memory.max\" = \"1G\"\n[[level]]\n\"memory.low\" = \"5% of parent\"\n",
                 "t.toml:5: memory.low",
             ),
-            ("[[level]]\n\"memory.low\" = \"0%\"\n", "t.toml:3: memory.low: \"0\"% is not a percentage"),
-            ("[[level]]\n\"memory.low\" = \"101%\"\n", "t.toml:3: memory.low: \"101\"%"),
-            ("[[level]]\n\"memory.low\" = \"x%\"\n", "t.toml:3: memory.low: \"x\"%"),
+            ("[[level]]\n\"memory.low\" = \"0%\"\n", "t.toml:3: memory.low: \"0%\" is not a percentage"),
+            ("[[level]]\n\"memory.low\" = \"101%\"\n", "t.toml:3: memory.low: \"101%\""),
+            ("[[level]]\n\"memory.low\" = \"x%\"\n", "t.toml:3: memory.low: \"x%\""),
             // A share that leaves a memcg a few pages OOM-kills every worker.
             ("[[level]]\n\"memory.max\" = \"0.0000001%\"\n", "t.toml:3: memory.max = \"0.0000001%\" is 0 bytes"),
-            ("[[level]]\n\"memory.low\" = \"-5%\"\n", "t.toml:3: memory.low: \"-5\"%"),
+            ("[[level]]\n\"memory.low\" = \"-5%\"\n", "t.toml:3: memory.low: \"-5%\""),
             ("[[level]]\n\"memory.low\" = \"50% of disk\"\n", "t.toml:3: memory.low: \"of disk\" after the %"),
         ];
         for (levels, expected) in cases {

@@ -116,11 +116,16 @@ impl fmt::Display for Warning {
             ),
             Warning::SiblingsApart { placement, tasks, cpus } => write!(
                 f,
-                "{placement} at {} on {cpus} CPUs: every worker has a CPU of its own, so no CPU switches between the sibling cgroups and the per-CPU charge cache is never shared; use --tasks above {cpus}",
-                crate::text::plural(*tasks, "task")
+                "{placement} at {} on {}: every worker has a CPU of its own, so no CPU switches between the sibling cgroups and the per-CPU charge cache is never shared; use --tasks above {cpus}",
+                crate::text::plural(*tasks, "task"),
+                crate::text::plural(*cpus, "CPU")
             ),
             Warning::RoundRobin { tasks, cpus } => {
-                write!(f, "{tasks} tasks on {cpus} CPUs: tasks beyond the CPUs are placed round-robin and share CPUs")
+                write!(
+                    f,
+                    "{tasks} tasks on {}: tasks beyond the CPUs are placed round-robin and share CPUs",
+                    crate::text::plural(*cpus, "CPU")
+                )
             }
             Warning::Measurement(notice) => fmt_notice(f, notice),
             Warning::CountsDisagree { placement, slice, loop_faults, kernel_faults, unit } => {
