@@ -115,7 +115,7 @@ fn a_task_sweep_yields_a_row_per_count_and_placement() {
     assert_eq!(keys, expected);
     // More tasks than allowed CPUs are placed round-robin, and the run says so.
     let cpus = std::thread::available_parallelism().unwrap().get();
-    let oversubscribed = format!("3 tasks on {cpus} CPUs");
+    let oversubscribed = format!("3 tasks on {cpus} CPU{}", if cpus == 1 { "" } else { "s" });
     assert_eq!(text(&output.stderr).contains(&oversubscribed), 3 > cpus, "{}", text(&output.stderr));
     assert!(stdout.contains("scaling (vs linear"), "{stdout}");
     assert!(stdout.contains("base/child overhead at 1 task:"), "{stdout}");
