@@ -205,7 +205,7 @@ impl<'a> WorkerParker<'a> {
 
     /// Its wait for its CPU since `waited_ns` was read, which it becomes.
     fn waited_since_read(&self) -> Option<u64> {
-        let now = self.times.borrow_mut().sched().and_then(|s| s.wait_ns);
+        let now = self.times.borrow_mut().wait_ns();
         let since = now.zip(self.waited_ns.get()).map(|(now, then)| now.saturating_sub(then));
         self.waited_ns.set(now);
         since

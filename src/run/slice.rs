@@ -50,8 +50,10 @@ const DRAIN_NS: u64 = 100_000_000;
 /// round's turn, so every measured window starts after the same settling, also where an
 /// iteration is a single operation (mmap-file, fallocate). Settling only where another crew
 /// ran would give the turn's repeated slices (the first and last placements' only) a start of
-/// their own. What the settling costs per fault, against the
-/// measured window, is the switch's cost (`HarnessTimes::settle_*`, scripts/bench-noise).
+/// their own. What the settling costs per fault, against the measured window, is the switch's
+/// cost (the JSON's `result.harness.settle_*`): 1.10x for anon's 1 MiB on the 2-CPU VM, 1.6-2.9x
+/// before each worker's on-CPU time was read from its CPU clock (schedstat's lagged a tick
+/// behind, and the settling window took what the window before it left out).
 const SETTLE_NS: u64 = 500_000;
 
 /// A slice overran (the harness was stopped, its rate not comparable) when it measured more
