@@ -5,6 +5,7 @@
 //! `RunFiles` and each slice's worker guard, so it happens on every exit path out of here.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use anyhow::Result;
 
@@ -300,7 +301,8 @@ fn measure_all(
             || plan.generation_of(slices[sequence - 1].round) != plan.generation_of(slice.round);
         if set_up {
             slicer.retire();
-            if let Err(signal) = set_up_all(report, leaves, slicer, slice.tasks, slice.round) {
+            let warmup = if sequence == 0 { report.plan.warmup } else { Duration::ZERO };
+            if let Err(signal) = set_up_all(report, leaves, slicer, slice, warmup) {
                 report.interrupted = Some(signal);
                 break;
             }
@@ -309,7 +311,7 @@ fn measure_all(
         announce(progress, &report.plan, slice, (slices.len() - sequence - 1) as f64 * per_slice_s);
         let generation = report.plan.generation_of(slice.round);
         let leaf = &leaves[generation as usize][slice.placement];
-        let spec = slice_spec(&report.plan, leaves, slice);
+        let spec = slice_spec(&report.plan, leaves, slice, Duration::ZERO);
         let mut notices = Vec::new();
         let measured = slicer.measure(&spec, &mut |notice| notices.push(notice), progress);
         note_notices(report, notices);
@@ -381,30 +383,31 @@ fn mark_round_complete(report: &mut Report, round: u32, tasks: usize) {
     }
 }
 
-/// What a scheduled slice measures.
-fn slice_spec<'a>(plan: &Plan, leaves: &'a [Vec<Leaf>], slice: Scheduled) -> SliceSpec<'a> {
+/// What a scheduled slice measures; `warmup` for a crew made for it.
+fn slice_spec<'a>(plan: &Plan, leaves: &'a [Vec<Leaf>], slice: Scheduled, warmup: Duration) -> SliceSpec<'a> {
     let leaf = &leaves[plan.generation_of(slice.round) as usize][slice.placement];
     SliceSpec {
         placement: slice.placement,
         cpus: cpus_for_tasks(&plan.cpus, slice.tasks),
         leaf,
         worker_leaves: worker_leaves(leaf, slice.tasks, plan.cpus.len()),
-        warmup: plan.warmup_of(plan.generation_of(slice.round)),
+        warmup,
     }
 }
 
-/// Every placement's workers at `tasks` made ready before the first slice of a generation
-/// (`round` its first), so no slice forks. A set-up that fails is said again by that
-/// placement's slices; a stop signal ends the run.
+/// Every placement's workers at `first`'s task count made ready before the first slice of a
+/// generation (`first`), so no slice forks; the first made runs `warmup` (`Plan::warmup`). A
+/// set-up that fails is said again by that placement's slices; a stop signal ends the run.
 fn set_up_all(
     report: &mut Report,
     leaves: &[Vec<Leaf>],
     slicer: &mut dyn Slicer,
-    tasks: usize,
-    round: u32,
+    first: Scheduled,
+    warmup: Duration,
 ) -> Result<(), i32> {
     for placement in 0..report.plan.placements.len() {
-        let spec = slice_spec(&report.plan, leaves, Scheduled { round, tasks, placement });
+        let warmup = if placement == 0 { warmup } else { Duration::ZERO };
+        let spec = slice_spec(&report.plan, leaves, Scheduled { placement, ..first }, warmup);
         let mut notices = Vec::new();
         let made = slicer.set_up(&spec, &mut |notice| notices.push(notice));
         note_notices(report, notices);

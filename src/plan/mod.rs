@@ -130,10 +130,6 @@ pub fn parse_placements(list: &str) -> Result<Vec<Placement>> {
     Ok(placements)
 }
 
-/// The warmup of a crew after the first generation: none beyond what every crew runs, the
-/// iteration of each worker's first park and the settling window before each slice.
-pub const REWARMUP: Duration = Duration::ZERO;
-
 /// Everything a run measures, validated (options.rs builds it from the command line).
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -142,6 +138,11 @@ pub struct Plan {
     pub duration: Duration,
     pub slices: u32,
     pub repeat: u32,
+    /// --warmup: how long the run's first crew runs before its first slice, discarded. It
+    /// warms the machine (the CPUs' clocks, the page allocator's and slab caches); every crew
+    /// after it, other placements and later generations, starts as later generations always
+    /// did, with its first iteration and each slice's settling window (0.4 s of a 5 s,
+    /// 4-placement run was the 4 crews' warmups, 2% of its wall).
     pub warmup: Duration,
     /// Crew generations per task count (`--generations`): the rounds cut into this many
     /// stretches, each measured by crews made for it.
@@ -182,15 +183,6 @@ impl Plan {
     /// rounds, as equal as whole rounds allow.
     pub fn generation_of(&self, round: u32) -> u32 {
         ((round - 1) as u64 * self.generations as u64 / self.rounds() as u64) as u32
-    }
-
-    /// How long a crew of `generation` warms up: --warmup for the first; later ones at most
-    /// REWARMUP, since the machine and the cgroups are warm and each rewarming costs wall time.
-    pub fn warmup_of(&self, generation: u32) -> Duration {
-        match generation {
-            0 => self.warmup,
-            _ => self.warmup.min(REWARMUP),
-        }
     }
 
     /// The repetition (1-based) a round belongs to.

@@ -92,7 +92,7 @@ pub struct SliceSpec<'a> {
     pub cpus: Vec<usize>,
     pub leaf: &'a Leaf,
     pub worker_leaves: Vec<&'a Leaf>,
-    /// How long a crew made for this slice warms up (the generation's: `Plan::warmup_of`).
+    /// How long a crew made for this slice warms up (the run's first crew only: `Plan::warmup`).
     pub warmup: std::time::Duration,
 }
 

@@ -235,7 +235,7 @@ fn placements_alternate_abba_over_rounds_and_repetitions_with_each_task_count_in
 }
 
 #[test]
-fn each_generation_of_rounds_gets_crews_of_its_own_warmed_up_only_in_the_first() {
+fn each_generation_of_rounds_gets_crews_of_its_own_and_only_the_runs_first_crew_warms_up() {
     let (mut report, leaves) = baseline_and_child(8);
     report.plan.generations = 4;
     report.plan.warmup = std::time::Duration::from_millis(100);
@@ -247,8 +247,9 @@ fn each_generation_of_rounds_gets_crews_of_its_own_warmed_up_only_in_the_first()
     let generations: Vec<u32> = report.measurements.iter().map(|m| report.plan.generation_of(m.round)).collect();
     assert_eq!(generations, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]);
     let ms = |n| std::time::Duration::from_millis(n);
-    // Later crews warm up in their first park's iteration and each slice's settling one alone.
-    assert_eq!(slicer.warmups, [ms(100), ms(100), ms(0), ms(0), ms(0), ms(0), ms(0), ms(0)]);
+    // The run's first crew warms the machine; every other crew warms up in its first park's
+    // iteration and each slice's settling window alone.
+    assert_eq!(slicer.warmups, [ms(100), ms(0), ms(0), ms(0), ms(0), ms(0), ms(0), ms(0)]);
     assert_eq!(report.measurements.len(), 16, "every round measured once per placement");
 }
 
