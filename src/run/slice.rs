@@ -44,17 +44,24 @@ const DONE_POLL_NS: u64 = 5_000_000;
 /// dropped records (and a buffer still full when the events are disabled never says so).
 const DRAIN_NS: u64 = 100_000_000;
 
-/// Each time-based slice is first preceded by one whole iteration on each CPU and at least
-/// this long, unmeasured (`park::settle`): the crew that ran on the CPUs before was another
-/// (its caches, the per-CPU memcg charge cache) except where ABBA repeats a placement at a
-/// round's turn, so every measured window starts after the same settling, also where an
-/// iteration is a single operation (mmap-file, fallocate). Settling only where another crew
-/// ran would give the turn's repeated slices (the first and last placements' only) a start of
-/// their own. What the settling costs per fault, against the measured window, is the switch's
-/// cost (the JSON's `result.harness.settle_*`): 1.10x for anon's 1 MiB on the 2-CPU VM, 1.6-2.9x
-/// before each worker's on-CPU time was read from its CPU clock (schedstat's lagged a tick
-/// behind, and the settling window took what the window before it left out).
+/// Each time-based slice is first preceded by one whole iteration on each CPU, unmeasured
+/// (`park::settle`): the crew that ran on the CPUs before was another (its caches, the per-CPU
+/// memcg charge cache) except where ABBA repeats a placement at a round's turn, so every
+/// measured window starts after the same settling. Settling only where another crew ran would
+/// give the turn's repeated slices (the first and last placements' only) a start of their own.
+/// What the settling costs per fault, against the measured window, is the switch's cost (the
+/// JSON's `result.harness.settle_*`): anon's 1 MiB on the 2-CPU VM, its first iteration after
+/// another crew 1.21-1.25x a measured one's CPU ns per fault (83-104 us a worker; child's 10
+/// and nested:4's 15 us over the baseline's), its second 0.96x: one iteration settles it.
+/// (1.6-2.9x before each worker's on-CPU time was read from its CPU clock: schedstat's lagged
+/// a tick behind, and the settling window took what the window before it left out.)
+///
+/// Where an iteration takes fewer than SETTLED_BY_FAULTS faults (mmap-file's and fallocate's
+/// single operation: less than one refill of the memcg charge cache, 64 pages), the settling
+/// goes on to SETTLE_NS after the wake. Where it takes more, no floor: 0.5 ms was 2 iterations
+/// of anon's on the 2-CPU VM (0.3 ms a slice more) and some 5-7 on a native CPU.
 const SETTLE_NS: u64 = 500_000;
+const SETTLED_BY_FAULTS: u64 = 64;
 
 /// A slice overran (the harness was stopped, its rate not comparable) when it measured more
 /// than 10% of its slice plus OVERRUN_SLACK_NS longer. The slack is the harness's own lateness,
@@ -300,7 +307,7 @@ impl Crew {
     }
 
     /// The unmeasured settling window before a timed slice: one iteration on each CPU, and
-    /// more until SETTLE_NS after the wake;
+    /// for an iteration of few faults more until SETTLE_NS after the wake;
     /// returns what its workers spent on their CPUs and the faults they took
     /// there, and the snapshot the measured window starts from.
     fn settle(&mut self) -> Result<(u64, u64, Snapshot)> {
@@ -308,7 +315,9 @@ impl Crew {
             Some(parked) => parked,
             None => self.snapshot()?,
         };
-        park::settle(&mut self.workers, &self.slots, SETTLE_NS)?;
+        let faults_an_iteration = self.per_iteration * self.counts_per_boundary;
+        let floor_ns = if faults_an_iteration >= SETTLED_BY_FAULTS { 0 } else { SETTLE_NS };
+        park::settle(&mut self.workers, &self.slots, floor_ns)?;
         let settled = self.snapshot()?;
         let deltas = settled.since(&parked, &self.cpus);
         let on_cpu_ns = deltas.workers.iter().map(|w| w.on_cpu_ns.unwrap_or(0)).sum();
