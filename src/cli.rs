@@ -132,9 +132,9 @@ pub struct RunArgs {
     #[arg(long, default_value = "auto", value_name = "N|auto", allow_hyphen_values = true)]
     pub generations: String,
 
-    /// Seconds the run's first crew runs before its first slice, discarded: it warms the
-    /// machine; every other crew starts with its first iteration and the settling window
-    /// before each slice
+    /// Seconds the first crew at each task count runs before its first slice, discarded: it
+    /// warms the CPUs; every other crew starts with its first iteration and the settling
+    /// window before each slice
     #[arg(long, default_value = "0.1", value_name = "SECS", allow_hyphen_values = true)]
     pub warmup: String,
 

@@ -301,7 +301,9 @@ fn measure_all(
             || plan.generation_of(slices[sequence - 1].round) != plan.generation_of(slice.round);
         if set_up {
             slicer.retire();
-            let warmup = if sequence == 0 { report.plan.warmup } else { Duration::ZERO };
+            // The first crew at each task count warms the machine's CPUs that count uses.
+            let first_at_tasks = sequence == 0 || slices[sequence - 1].tasks != slice.tasks;
+            let warmup = if first_at_tasks { report.plan.warmup } else { Duration::ZERO };
             if let Err(signal) = set_up_all(report, leaves, slicer, slice, warmup) {
                 report.interrupted = Some(signal);
                 break;

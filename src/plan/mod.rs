@@ -138,11 +138,11 @@ pub struct Plan {
     pub duration: Duration,
     pub slices: u32,
     pub repeat: u32,
-    /// --warmup: how long the run's first crew runs before its first slice, discarded. It
-    /// warms the machine (the CPUs' clocks, the page allocator's and slab caches); every crew
-    /// after it, other placements and later generations, starts as later generations always
-    /// did, with its first iteration and each slice's settling window (0.4 s of a 5 s,
-    /// 4-placement run was the 4 crews' warmups, 2% of its wall).
+    /// --warmup: how long the first crew at each task count runs before its first slice,
+    /// discarded. It warms the CPUs that count uses (their clocks, the page allocator's and slab
+    /// caches); every other crew, the other placements' and later generations', starts as later
+    /// generations always did, with its first iteration and each slice's settling window (0.4 s
+    /// of a 5 s, 4-placement run was the 4 crews' warmups, 2% of its wall).
     pub warmup: Duration,
     /// Crew generations per task count (`--generations`): the rounds cut into this many
     /// stretches, each measured by crews made for it.

@@ -99,7 +99,7 @@ pub struct SliceSpec<'a> {
     pub cpus: Vec<usize>,
     pub leaf: &'a Leaf,
     pub worker_leaves: Vec<&'a Leaf>,
-    /// How long a crew made for this slice warms up (the run's first crew only: `Plan::warmup`).
+    /// How long a crew made for this slice warms up (the first at each task count only: `Plan::warmup`).
     pub warmup: std::time::Duration,
 }
 

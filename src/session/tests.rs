@@ -215,6 +215,7 @@ fn placements_alternate_abba_over_rounds_and_repetitions_with_each_task_count_in
     let nested = Placement::plain("nested:2".into(), 2);
     let (mut report, leaves) =
         session_of(vec![Placement::baseline(), Placement::plain("child".into(), 1), nested], 2, 2, vec![1, 2]);
+    report.plan.warmup = std::time::Duration::from_millis(100);
     let mut slicer = FakeSlicer::default();
     drive(&mut report, &leaves, &mut slicer);
     let forward = ["base", "child", "nested:2"];
@@ -226,6 +227,9 @@ fn placements_alternate_abba_over_rounds_and_repetitions_with_each_task_count_in
     assert!(cpus[..12].iter().all(|c| c == &&vec![0]) && cpus[12..].iter().all(|c| c == &&vec![0, 1]));
     // Every placement set up before a task count's first slice, every crew retired after it.
     assert_eq!(slicer.set_ups, [(0, 1), (1, 1), (2, 1), (0, 2), (1, 2), (2, 2)]);
+    // The first crew at each task count warms up: 2 tasks use a CPU that 1 did not.
+    let ms = std::time::Duration::from_millis;
+    assert_eq!(slicer.warmups, [ms(100), ms(0), ms(0), ms(100), ms(0), ms(0)]);
     assert_eq!(slicer.retired, 3, "before each task count, and at the end");
     let order: Vec<(u32, usize, usize)> = report.measurements.iter().map(|m| (m.round, m.tasks, m.sequence)).collect();
     assert_eq!(order.len(), 24);
@@ -235,7 +239,7 @@ fn placements_alternate_abba_over_rounds_and_repetitions_with_each_task_count_in
 }
 
 #[test]
-fn each_generation_of_rounds_gets_crews_of_its_own_and_only_the_runs_first_crew_warms_up() {
+fn each_generation_of_rounds_gets_crews_of_its_own_and_only_the_first_crew_warms_up() {
     let (mut report, leaves) = baseline_and_child(8);
     report.plan.generations = 4;
     report.plan.warmup = std::time::Duration::from_millis(100);
@@ -247,8 +251,8 @@ fn each_generation_of_rounds_gets_crews_of_its_own_and_only_the_runs_first_crew_
     let generations: Vec<u32> = report.measurements.iter().map(|m| report.plan.generation_of(m.round)).collect();
     assert_eq!(generations, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]);
     let ms = |n| std::time::Duration::from_millis(n);
-    // The run's first crew warms the machine; every other crew warms up in its first park's
-    // iteration and each slice's settling window alone.
+    // The first crew (of the one task count) warms the CPUs; every other crew warms up in
+    // its first park's iteration and each slice's settling window alone.
     assert_eq!(slicer.warmups, [ms(100), ms(0), ms(0), ms(0), ms(0), ms(0), ms(0), ms(0)]);
     assert_eq!(report.measurements.len(), 16, "every round measured once per placement");
 }
