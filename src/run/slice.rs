@@ -56,12 +56,14 @@ const DRAIN_NS: u64 = 100_000_000;
 /// (1.6-2.9x before each worker's on-CPU time was read from its CPU clock: schedstat's lagged
 /// a tick behind, and the settling window took what the window before it left out.)
 ///
-/// Where an iteration takes fewer than SETTLED_BY_FAULTS faults (mmap-file's and fallocate's
-/// single operation: less than one refill of the memcg charge cache, 64 pages), the settling
-/// goes on to SETTLE_NS after the wake. Where it takes more, no floor: 0.5 ms was 2 iterations
-/// of anon's on the 2-CPU VM (0.3 ms a slice more) and some 5-7 on a native CPU.
+/// Where an iteration takes at least SETTLED_BY_FAULTS faults, as the kernel counts them (the
+/// loop's count exact: not with THP, where 2 MiB is one fault), one iteration settles the CPU,
+/// as measured at anon's 1 MiB; 0.5 ms more was 2 iterations of it on the 2-CPU VM (0.3 ms a
+/// slice) and some 5-7 on a native CPU. Where it takes fewer (mmap-file's and fallocate's single
+/// operation; a 256 KiB chunk, whose first iteration after a switch cost 1.5-1.9x a measured
+/// one, its second not measured), the settling goes on to SETTLE_NS after the wake.
 const SETTLE_NS: u64 = 500_000;
-const SETTLED_BY_FAULTS: u64 = 64;
+const SETTLED_BY_FAULTS: u64 = 256;
 
 /// A slice overran (the harness was stopped, its rate not comparable) when it measured more
 /// than 10% of its slice plus OVERRUN_SLACK_NS longer. The slack is the harness's own lateness,
@@ -125,6 +127,8 @@ pub struct Crew {
     per_iteration: u64,
     /// Loop counts from one iteration boundary to the next (`workload::counts_per_boundary`).
     counts_per_boundary: u64,
+    /// How long after its wake a settling window lasts at least, beyond one iteration a CPU.
+    settle_floor_ns: u64,
     /// When each worker entered its loop, from the crew's release.
     start_offsets_ns: Vec<u64>,
     start_skew_ns: u64,
@@ -192,6 +196,8 @@ impl Crew {
             }
         }
         let leaf = request.leaf;
+        let shape = workload::shape(&spec.settings);
+        let faults_an_iteration = shape.per_iteration * workload::counts_per_boundary(&spec.settings);
         // The memcg counters of the workers' cgroups: the siblings' summed (v1 keeps them per
         // cgroup, not for the subtree), else the leaf's own.
         let memcg_dirs = match leaf.siblings.is_empty() {
@@ -215,8 +221,12 @@ impl Crew {
             samplers: Vec::new(),
             stacks: Vec::new(),
             locks: Vec::new(),
-            per_iteration: workload::shape(&spec.settings).per_iteration,
+            per_iteration: shape.per_iteration,
             counts_per_boundary: workload::counts_per_boundary(&spec.settings),
+            settle_floor_ns: match shape.exact && faults_an_iteration >= SETTLED_BY_FAULTS {
+                true => 0,
+                false => SETTLE_NS,
+            },
             start_offsets_ns: vec![0; count],
             start_skew_ns: 0,
             set_up_ns: None,
@@ -307,7 +317,7 @@ impl Crew {
     }
 
     /// The unmeasured settling window before a timed slice: one iteration on each CPU, and
-    /// for an iteration of few faults more until SETTLE_NS after the wake;
+    /// for an iteration of few faults more until `settle_floor_ns` after the wake;
     /// returns what its workers spent on their CPUs and the faults they took
     /// there, and the snapshot the measured window starts from.
     fn settle(&mut self) -> Result<(u64, u64, Snapshot)> {
@@ -315,9 +325,7 @@ impl Crew {
             Some(parked) => parked,
             None => self.snapshot()?,
         };
-        let faults_an_iteration = self.per_iteration * self.counts_per_boundary;
-        let floor_ns = if faults_an_iteration >= SETTLED_BY_FAULTS { 0 } else { SETTLE_NS };
-        park::settle(&mut self.workers, &self.slots, floor_ns)?;
+        park::settle(&mut self.workers, &self.slots, self.settle_floor_ns)?;
         let settled = self.snapshot()?;
         let deltas = settled.since(&parked, &self.cpus);
         let on_cpu_ns = deltas.workers.iter().map(|w| w.on_cpu_ns.unwrap_or(0)).sum();
