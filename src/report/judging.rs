@@ -408,7 +408,7 @@ fn cpu_time_warnings(report: &Report, m: &Measurement, cpu: usize, workers: &[&r
             sharing,
         });
     }
-    let blocked_share = sum(&|w| w.blocked_ns(elapsed_ns)).unwrap_or(0) as f64 / span_ns;
+    let blocked_share = run::blocked_ns_on_cpus(workers.iter().copied(), elapsed_ns).unwrap_or(0) as f64 / span_ns;
     if report.plan.workload.fixed_iterations.is_none() && blocked_share > 0.05 {
         warnings.push(Warning::Blocked {
             placement: placement.clone(),

@@ -133,7 +133,7 @@ impl Measurement {
     pub fn time_split(&self) -> Option<TimeSplit> {
         let workers = &self.result.workers;
         let span_ns = self.result.elapsed_ns;
-        let blocked_ns: u64 = workers.iter().map(|w| w.blocked_ns(span_ns)).sum::<Option<u64>>()?;
+        let blocked_ns = crate::run::blocked_ns_on_cpus(workers, span_ns)?;
         Some(TimeSplit {
             span_s: (span_ns * workers.len() as u64) as f64 / 1e9,
             on_cpu_s: self.on_cpu_ns()? as f64 / 1e9,

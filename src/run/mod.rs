@@ -23,7 +23,7 @@ mod workers;
 
 use crate::cgroup::{Hierarchy, Leaf};
 
-pub use result::{HarnessTimes, Sample, SliceResult, WorkerResult};
+pub use result::{HarnessTimes, Sample, SliceResult, WorkerResult, blocked_ns_on_cpus};
 pub use slice::SliceSpec;
 pub use spec::{KernelCountSource, Mode, RunSpec};
 

@@ -751,7 +751,8 @@ mod tests {
             counts: Some(TaskCounts { minflt: iterations * 256 + 3, user_us: 1_000, sys_us: 9_000 }),
             on_cpu_ns: Some(on_cpu_ns),
             wait_ns: Some(0),
-            timeslices: Some(1),
+            // Put on its CPU twice: time off it in between can be a block.
+            timeslices: Some(2),
             cpu_steal_ns: Some(steal),
             perf: None,
         }
