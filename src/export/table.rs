@@ -620,7 +620,7 @@ fn overhead_text(interval: &crate::stats::RatioInterval) -> String {
 fn scaling(out: &mut dyn Write, summaries: &[PlacementSummary]) -> Result<()> {
     writeln!(
         out,
-        "\nscaling (vs linear = rate / (smallest count's rate x tasks / that count); on-CPU s: all tasks' seconds on their CPUs in one slice (schedstat, exact), the mean over slices; sys: its system share, from /proc's clock-tick user and system times summed over all the placement's slices, as a slice is too short to split):"
+        "\nscaling (vs linear = rate / (smallest count's rate x tasks / that count); on-CPU s: all tasks' seconds on their CPUs in one slice (their CPU clocks, exact), the mean over slices; sys: its system share, from /proc's clock-tick user and system times summed over all the placement's slices, as a slice is too short to split):"
     )?;
     writeln!(
         out,

@@ -94,9 +94,9 @@ impl OwnTimes {
     /// kernel brings up to date as it is read; its wait (run_delay, current while it runs) and
     /// timeslices from schedstat, where the kernel keeps it. schedstat's own on-CPU time of a
     /// running thread stands as of its last tick or switch: at HZ=250 up to 4 ms behind, 1.75
-    /// ms on average after a long run (tests/run.rs, `workers_alone_...`). Read at a 25 ms window's end it
-    /// left that much out of the window, which read as "blocked" and a cost per fault too low,
-    /// and put it in the next one (the settling window).
+    /// ms on average after a long run. Read at a 25 ms window's end it left that much out of
+    /// the window, which read as "blocked" and a cost per fault too low, and put it in the next
+    /// one (the settling window): tests/run.rs, `workers_alone_on_their_cpus_...`.
     pub fn sched(&mut self) -> Option<SchedTimes> {
         let on_cpu_ns = own_cpu_ns();
         match (self.schedstat.read().ok().and_then(parse_schedstat), on_cpu_ns) {

@@ -389,7 +389,7 @@ pub struct PlacementSummary<'a> {
     /// absent where not asked or not available.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub locks: Option<super::locks::LockSummary>,
-    /// All workers' seconds on their CPUs in one slice (the scheduler's exact sum, schedstat),
+    /// All workers' seconds on their CPUs in one slice (the scheduler's exact sum, their CPU clocks),
     /// the mean over its slices; None where on-CPU times were not read.
     pub on_cpu_s: Option<f64>,
     /// The system share of that time, from /proc's user and system times summed over every

@@ -87,8 +87,8 @@ pub struct Row {
     /// --iterations: the fixed work each task did; the row's duration_s is then the run's
     /// elapsed time (first start to last finish). Empty for timed runs.
     pub iterations_per_task: Option<u64>,
-    /// The cost of a fault: the workers' on-CPU ns over their faults (schedstat, read with the
-    /// workers parked at both ends). The overhead is this over the baseline's.
+    /// The cost of a fault: the workers' on-CPU ns over their faults (each one's CPU clock,
+    /// read by itself at its park at both ends). The overhead is this over the baseline's.
     pub cpu_ns_per_fault: Option<f64>,
     /// Worker-seconds on a CPU, waiting for one (other load), and the rest of the slice
     /// (blocked: reclaim, I/O, locks; or stopped); the steal of the CPUs used.
