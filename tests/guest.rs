@@ -303,8 +303,12 @@ fn integration_test_executables() -> Vec<std::path::PathBuf> {
 ///   whole 8M iteration; under a 16M limit too little was reclaimed per slice), while they
 ///   pass on the host; left out until that is understood, not hidden;
 /// - qemu-guest's argument checks with --share: they take a --mem of at least 512 MiB and at
-///   most the machine's, and this guest has 492 (a script's checks, the same in any layout).
-const NOT_AGAIN_IN_THE_GUEST: [&str; 12] = [
+///   most the machine's, and this guest has 492 (a script's checks, the same in any layout);
+/// - that a worker alone on its CPU is never blocked: a check of how the host's kernel keeps
+///   a running thread's CPU time, not of the cgroup layout, and in a guest the host's
+///   descheduling of the guest itself reads as blocked (5.3% of the workers' time in a
+///   user-mode-linux guest beside a second one, which no steal counter there shows).
+const NOT_AGAIN_IN_THE_GUEST: [&str; 13] = [
     "every_workload_runs_counts_and_cleans_up_in_both_modes",
     "file_backed_usemem_four_times_the_limit_reclaims_instead_of_oom",
     "outputs_keep_the_kind_of_file_they_were",
@@ -316,6 +320,7 @@ const NOT_AGAIN_IN_THE_GUEST: [&str; 12] = [
     "ctrl_z_stops_a_stalled_write",
     "shipped_profiles_build_apply_their_knobs_and_vanish",
     "qemu_guest_share_with_a_dangling_link_is_refused_by_the_checks",
+    "workers_alone_on_their_cpus_are_never_blocked_in_short_slices",
     // 512 workers' chunks: more than a guest's few hundred MiB, which the memory budget refuses.
     "the_scaling_table_says_the_exact_time_on_cpu_at_many_tasks",
 ];

@@ -104,7 +104,8 @@ fn csv_to_stdout_is_pure_csv() {
 /// time of a running thread stands as of its last tick (up to 4 ms behind at HZ=250): read at
 /// the end of 25 ms windows it left 2.7-2.9% of the anon workers' time out of them, where it
 /// read as "blocked" (13-14% in the worst slice, with a warning) and made the cost per fault
-/// too low; read from the thread's CPU clock, 0.01%.
+/// too low; read from the thread's CPU clock, 0.01%. Not in the guests (tests/guest.rs says
+/// why).
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
 fn workers_alone_on_their_cpus_are_never_blocked_in_short_slices() {
