@@ -15,6 +15,9 @@ use crate::measure::procfs::process_stat;
 
 /// How long workers may take from fork to ready before the run gives up.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
+/// How often the wait for ready looks for a worker that failed or died before it got there
+/// (a ready one wakes it at once).
+const READY_POLL: Duration = Duration::from_millis(1);
 
 pub fn check_interrupt() -> Result<()> {
     match signals::received() {
@@ -67,9 +70,11 @@ pub fn wait_until(deadline_ns: u64, workers: &mut Workers, slots: &Slots) -> Res
 pub fn wait_ready(workers: &mut Workers, slots: &Slots) -> Result<()> {
     let deadline = monotonic_ns() + READY_TIMEOUT.as_nanos() as u64;
     let count = workers.cpus.len();
+    let reported = &slots.control().ready;
     loop {
         check_interrupt()?;
         pause_if_asked(workers);
+        let seen = reported.load(Ordering::Acquire);
         let mut ready = 0;
         for index in 0..count {
             let slot = slots.get(index);
@@ -115,6 +120,6 @@ pub fn wait_ready(workers: &mut Workers, slots: &Slots) -> Result<()> {
             ))
             .into());
         }
-        std::thread::sleep(Duration::from_millis(1));
+        super::park::futex_wait(reported, seen, Some(READY_POLL));
     }
 }

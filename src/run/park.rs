@@ -25,14 +25,14 @@ use crate::measure::procfs::{OwnTimes, SchedTimes, process_stat};
 /// Sleeps while `word` holds `expected`, at most `timeout`; returns at once where it does not
 /// (or a wake, a signal, the timeout). Not FUTEX_PRIVATE: the word is in a mapping shared
 /// between processes.
-fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+pub(super) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
     let ts = timeout.map(|t| libc::timespec { tv_sec: t.as_secs() as libc::time_t, tv_nsec: t.subsec_nanos() as _ });
     let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: a valid, aligned u32 in a live mapping; a null or valid relative timeout.
     unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, ts_ptr, 0usize, 0u32) };
 }
 
-fn futex_wake(word: &AtomicU32, count: i32) {
+pub(super) fn futex_wake(word: &AtomicU32, count: i32) {
     // SAFETY: as futex_wait; waking has no other precondition.
     unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, count, 0usize, 0usize, 0u32) };
 }

@@ -26,6 +26,9 @@ pub struct Control {
     /// is made even: where a worker was still on its way to its sleep then, its window starts
     /// there.
     pub woken_ns: AtomicU64,
+    /// Workers that reported ready, each with a wake of this word: the harness sleeps on it
+    /// (a 1 ms poll was half of a 2-worker crew's set-up); a failure is seen at its timeout.
+    pub ready: AtomicU32,
 }
 
 /// A field of `Reading` no source gave (no schedstat, no children): never a real count.

@@ -165,6 +165,9 @@ fn worker(plan: &WorkerPlan, slot_index: usize, cpu: usize, gate: &StartGate) ->
     // Fixed work's starting point: its counters before the loop.
     parker.take_reading(monotonic_ns());
     slot.state.store(STATE_READY, Ordering::Release);
+    let ready = &plan.slots.control().ready;
+    ready.fetch_add(1, Ordering::Release);
+    super::park::futex_wake(ready, 1);
 
     if let Err(e) = gate.wait() {
         return e;
