@@ -1,5 +1,5 @@
 //! A kernel file kept open and read again from its start. /proc and cgroupfs files are
-//! generated at each read from offset 0, so a snapshot reads each with one or two `pread`s
+//! generated at each read from offset 0, so a snapshot reads each with one `pread`
 //! where opening it by path took six system calls (open, statx, lseek, read, read, close):
 //! about 180 a slice, most of the harness's 1.7 ms per slice on a 2-CPU VM.
 
@@ -25,7 +25,7 @@ impl Reread {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(std::io::Error::new(e.kind(), format!("opening {}: {e}", path.display()))),
         };
-        Ok(Reread { file, buffer: Vec::with_capacity(4096) })
+        Ok(Reread { file, buffer: Vec::new() })
     }
 
     /// Whether the file was there when opened.
@@ -38,16 +38,24 @@ impl Reread {
         let Some(file) = &self.file else {
             return Err(std::io::Error::from(std::io::ErrorKind::NotFound));
         };
-        self.buffer.clear();
-        let mut chunk = [0u8; 4096];
+        // Every file read this way is one record of a seq_file (a cgroup file, /proc/stat,
+        // schedstat, pressure), rendered whole at each read from offset 0: a read that leaves
+        // the buffer short has ended it. Reading on to an empty read, as for any file, rendered
+        // the file a second time to find its end (a pread past 0 walks it again): memory.stat's
+        // and /proc/stat's formatting twice a snapshot. The buffer doubles past the longest
+        // contents seen and stays, so one read is the rule.
+        let mut filled = 0;
         loop {
-            let read = file.read_at(&mut chunk, self.buffer.len() as u64)?;
-            if read == 0 {
+            if self.buffer.len() < filled + 4096 {
+                self.buffer.resize((filled + 4096).max(2 * self.buffer.len()), 0);
+            }
+            let read = file.read_at(&mut self.buffer[filled..], filled as u64)?;
+            filled += read;
+            if filled < self.buffer.len() {
                 break;
             }
-            self.buffer.extend_from_slice(&chunk[..read]);
         }
-        std::str::from_utf8(&self.buffer).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        std::str::from_utf8(&self.buffer[..filled]).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
     }
 }
 
