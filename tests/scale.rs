@@ -204,11 +204,11 @@ fn descriptors_the_run_inherits_count_against_its_limit() {
 }
 
 /// The settling window before each slice runs one iteration on each CPU, not one of each
-/// worker (128 workers a CPU settling one each took 36 ms of every 417 ms slice), also where
-/// ABBA repeats a placement at a round's turn: every measured window starts alike.
+/// worker (128 workers a CPU settling one each took 36 ms of every 417 ms slice); where ABBA
+/// measures a crew again at a round's turn, nothing ran on its CPUs since, and it has none.
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
-fn settling_takes_an_iteration_a_cpu_before_every_slice() {
+fn settling_takes_an_iteration_a_cpu_before_every_slice_after_another_crew() {
     let (_guard, base) = needs_root();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -219,13 +219,21 @@ fn settling_takes_an_iteration_a_cpu_before_every_slice() {
     let (pid, output) = run_clean(&base, &args);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let mut settled: Vec<u64> = doc["measurements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["result"]["harness"]["settle_faults"].as_u64().unwrap())
-        .collect();
-    assert_eq!(settled.len(), 20, "{settled:?}");
+    let mut slices: Vec<&serde_json::Value> = doc["measurements"].as_array().unwrap().iter().collect();
+    slices.sort_by_key(|m| m["sequence"].as_u64());
+    assert_eq!(slices.len(), 20, "{slices:?}");
+    let same_crew = |a: &serde_json::Value, b: &serde_json::Value| {
+        a["placement"] == b["placement"] && a["generation"] == b["generation"]
+    };
+    let settle_faults = |m: &serde_json::Value| m["result"]["harness"]["settle_faults"].as_u64().unwrap();
+    let (mut repeated, mut settled) = (Vec::new(), Vec::new());
+    for (index, slice) in slices.iter().enumerate() {
+        match index > 0 && same_crew(slices[index - 1], slice) {
+            true => repeated.push(settle_faults(slice)),
+            false => settled.push(settle_faults(slice)),
+        }
+    }
+    assert!(!repeated.is_empty() && repeated.iter().all(|&f| f == 0), "a repeated crew settled again: {repeated:?}");
     let pages = 256; // the default 1 MiB chunk, 4 KiB pages
     assert!(settled.iter().all(|&faults| faults >= pages), "a slice settled with less than an iteration: {settled:?}");
     settled.sort_unstable();

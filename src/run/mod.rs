@@ -61,11 +61,21 @@ pub struct RealSlicer {
     /// Each crew key's first worker number: a crew set up again after a failure reuses it,
     /// so its files replace the failed crew's (a fresh number per retry filled a tmpfs).
     numbers: std::collections::HashMap<(usize, usize), usize>,
+    /// The crew whose slice was the last thing run on the workers' CPUs: where ABBA measures it
+    /// again at once, its CPUs are still its own and its slice needs no settling window.
+    ran_last: Option<(usize, usize)>,
 }
 
 impl RealSlicer {
     pub fn new(spec: RunSpec, hierarchy: Hierarchy) -> Self {
-        RealSlicer { spec, hierarchy, crews: Default::default(), next_worker: 0, numbers: Default::default() }
+        RealSlicer {
+            spec,
+            hierarchy,
+            crews: Default::default(),
+            next_worker: 0,
+            numbers: Default::default(),
+            ran_last: None,
+        }
     }
 
     fn new_crew(&mut self, slice: &SliceSpec, warn: &mut dyn FnMut(Notice)) -> anyhow::Result<slice::Crew> {
@@ -84,6 +94,8 @@ impl Slicer for RealSlicer {
         let key = (slice.placement, slice.cpus.len());
         // Fixed work runs a fresh crew per slice: each slice is one whole pass of the work.
         if self.spec.settings.fixed_iterations.is_none() && !self.crews.contains_key(&key) {
+            // Its workers' start and warmup ran on the CPUs.
+            self.ran_last = None;
             let crew = self.new_crew(slice, warn)?;
             self.crews.insert(key, crew);
         }
@@ -97,12 +109,14 @@ impl Slicer for RealSlicer {
         progress: &mut dyn Progress,
     ) -> anyhow::Result<SliceResult> {
         if self.spec.settings.fixed_iterations.is_some() {
-            return self.new_crew(slice, warn)?.measure(&self.spec, progress);
+            return self.new_crew(slice, warn)?.measure(&self.spec, false, progress);
         }
         self.set_up(slice, warn)?;
         let key = (slice.placement, slice.cpus.len());
-        let measured = self.crews.get_mut(&key).expect("set up above").measure(&self.spec, progress);
+        let settled = self.ran_last.replace(key) == Some(key);
+        let measured = self.crews.get_mut(&key).expect("set up above").measure(&self.spec, settled, progress);
         if measured.is_err() {
+            self.ran_last = None;
             // A crew whose slice failed (a worker died, a counter failed) is not trusted again:
             // the next slice of this placement sets up a new one.
             self.crews.remove(&key);
@@ -113,6 +127,7 @@ impl Slicer for RealSlicer {
     fn retire(&mut self) {
         // Each crew's Workers kills and reaps its processes as it drops.
         self.crews.clear();
+        self.ran_last = None;
     }
 
     fn oom_kills(&self, leaf: &Leaf) -> u64 {

@@ -127,7 +127,8 @@ pub struct HarnessTimes {
     pub park_ns: u64,
     pub snapshot_ns: u64,
     /// The unmeasured settling window before the slice: the workers' time on their CPUs and
-    /// the faults they took in it (0 for fixed work, which has none).
+    /// the faults they took in it (0 for fixed work and for a crew ABBA measured again at once,
+    /// which have none).
     pub settle_on_cpu_ns: u64,
     pub settle_faults: u64,
 }

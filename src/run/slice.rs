@@ -269,16 +269,18 @@ impl Crew {
 
     /// One slice: a parked crew is let go for --duration / --slices, a fixed-work crew
     /// released for its whole pass; either is parked (or done) before its counters are read.
-    pub fn measure(&mut self, spec: &RunSpec, progress: &mut dyn Progress) -> Result<SliceResult> {
+    /// `settled`: nothing ran on its CPUs since its last slice, which needs no settling window.
+    pub fn measure(&mut self, spec: &RunSpec, settled: bool, progress: &mut dyn Progress) -> Result<SliceResult> {
         check_interrupt()?;
         take_paused();
         if let Some(dead) = self.workers.find_dead() {
             return Err(self.workers.died(&self.slots, dead).into());
         }
         let fixed = spec.settings.fixed_iterations.is_some();
-        let (settle_on_cpu_ns, settle_faults, before) = match fixed {
-            true => (0, 0, self.snapshot()?),
-            false => self.settle()?,
+        let (settle_on_cpu_ns, settle_faults, before) = match (fixed, self.parked_at.take()) {
+            (true, _) => (0, 0, self.snapshot()?),
+            (false, Some(parked)) if settled => (0, 0, parked),
+            (false, parked) => self.settle(parked)?,
         };
         self.enable_sampling()?;
         let asked_ns = monotonic_ns();
@@ -320,8 +322,8 @@ impl Crew {
     /// for an iteration of few faults more until `settle_floor_ns` after the wake;
     /// returns what its workers spent on their CPUs and the faults they took
     /// there, and the snapshot the measured window starts from.
-    fn settle(&mut self) -> Result<(u64, u64, Snapshot)> {
-        let parked = match self.parked_at.take() {
+    fn settle(&mut self, parked: Option<Snapshot>) -> Result<(u64, u64, Snapshot)> {
+        let parked = match parked {
             Some(parked) => parked,
             None => self.snapshot()?,
         };
