@@ -272,7 +272,8 @@ impl Crew {
     /// `settled`: nothing ran on its CPUs since its last slice, which needs no settling window.
     pub fn measure(&mut self, spec: &RunSpec, settled: bool, progress: &mut dyn Progress) -> Result<SliceResult> {
         check_interrupt()?;
-        take_paused();
+        // A pause (Ctrl-Z) since the last slice let anything run on the CPUs: settle again.
+        let settled = !take_paused() && settled;
         if let Some(dead) = self.workers.find_dead() {
             return Err(self.workers.died(&self.slots, dead).into());
         }
