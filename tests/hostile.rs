@@ -1023,6 +1023,35 @@ fn ctrl_z_stops_the_workers_and_the_slice_is_flagged() {
     assert_eq!(rows[0]["overhead_vs_baseline"], "");
 }
 
+/// A Ctrl-Z is honoured inside a slice (the harness looks for it only in its waits), so with
+/// one placement, where every slice but a generation's first measures the crew again at once,
+/// the slice after the paused one must settle: other work ran on its CPUs during the stop.
+#[test]
+#[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
+fn the_slice_after_a_ctrl_z_settles_though_its_crew_ran_last() {
+    let (_serial, base) = needs_root();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let args = ["--base", BASE, "--no-baseline", "--duration", "4", "--slices", "20", "--json", json.to_str().unwrap()];
+    let child = spawn(&args);
+    let pid = child.id();
+    wait_running(&base, pid);
+    std::thread::sleep(Duration::from_millis(1000));
+    signal(pid, libc::SIGTSTP);
+    std::thread::sleep(Duration::from_millis(800));
+    signal(pid, libc::SIGCONT);
+    let output = child.wait_with_output().unwrap();
+    assert_nothing_left(&base, pid);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mut slices: Vec<&serde_json::Value> = doc["measurements"].as_array().unwrap().iter().collect();
+    slices.sort_by_key(|m| m["sequence"].as_u64());
+    let paused = slices.iter().position(|m| m["result"]["overran"] == true).expect("no slice overran");
+    let next = slices.get(paused + 1).expect("the paused slice was the last");
+    assert_eq!(next["generation"], slices[paused]["generation"], "a new generation settles anyway");
+    assert!(next["result"]["harness"]["settle_faults"].as_u64().unwrap() > 0, "{}", next["result"]["harness"]);
+}
+
 /// Ctrl-Z during fixed work (--iterations) flags the slice: its time includes the stop.
 #[test]
 #[cfg_attr(skip_root_tests, ignore = "FAULTSCALE_SKIP_ROOT_TESTS=1: needs root and a memory cgroup")]
