@@ -24,7 +24,7 @@ const AUTO_SLICING_FROM: Duration = Duration::from_secs(5);
 const AUTO_SLICE_S: f64 = 0.025;
 /// `--slices auto`: a slice spans at least this many of the loop's iterations. A crew parks at
 /// its workers' iteration boundaries, so its park waits for the slowest worker to finish the
-/// iteration it is in (half of one on average, twice a slice with the settling window): at 20
+/// iteration it is in (half of one on average; twice a slice with a settling window): at 20
 /// that tail stays near 2.5% of the slice where the iteration dominates (page_fault1's 128
 /// MiB: 0.66 s slices).
 const AUTO_ITERATIONS_PER_SLICE: f64 = 20.0;

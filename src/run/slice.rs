@@ -272,16 +272,17 @@ impl Crew {
     /// `settled`: nothing ran on its CPUs since its last slice, which needs no settling window.
     pub fn measure(&mut self, spec: &RunSpec, settled: bool, progress: &mut dyn Progress) -> Result<SliceResult> {
         check_interrupt()?;
-        // A pause (Ctrl-Z) since the last slice let anything run on the CPUs: settle again.
-        let settled = !take_paused() && settled;
+        take_paused();
         if let Some(dead) = self.workers.find_dead() {
             return Err(self.workers.died(&self.slots, dead).into());
         }
         let fixed = spec.settings.fixed_iterations.is_some();
-        let (settle_on_cpu_ns, settle_faults, before) = match (fixed, self.parked_at.take()) {
-            (true, _) => (0, 0, self.snapshot()?),
-            (false, Some(parked)) if settled => (0, 0, parked),
-            (false, parked) => self.settle(parked)?,
+        // A repeated crew is read again just before its wake, as a settled one is: the last
+        // slice's closing snapshot would give this one the steal and the machine's pressure of
+        // the harness's time between them (a checkpoint's write among it).
+        let (settle_on_cpu_ns, settle_faults, before) = match fixed || settled {
+            true => (0, 0, self.snapshot()?),
+            false => self.settle()?,
         };
         self.enable_sampling()?;
         let asked_ns = monotonic_ns();
@@ -323,8 +324,8 @@ impl Crew {
     /// for an iteration of few faults more until `settle_floor_ns` after the wake;
     /// returns what its workers spent on their CPUs and the faults they took
     /// there, and the snapshot the measured window starts from.
-    fn settle(&mut self, parked: Option<Snapshot>) -> Result<(u64, u64, Snapshot)> {
-        let parked = match parked {
+    fn settle(&mut self) -> Result<(u64, u64, Snapshot)> {
+        let parked = match self.parked_at.take() {
             Some(parked) => parked,
             None => self.snapshot()?,
         };
