@@ -115,14 +115,13 @@ impl Slicer for RealSlicer {
         let key = (slice.placement, slice.cpus.len());
         let settled = self.ran_last.replace(key) == Some(key);
         let measured = self.crews.get_mut(&key).expect("set up above").measure(&self.spec, settled, progress);
-        // A slice that overran (Ctrl-Z, a worker stopped from outside, overload: a stop request
-        // is honoured inside a slice's wait, never between slices) let other work run on its
-        // CPUs: the next one settles, as after another crew's.
-        if measured.as_ref().is_ok_and(|result| result.overran) {
+        // A slice that failed, or overran (Ctrl-Z, a worker stopped from outside, overload: a
+        // stop request is honoured inside a slice's wait, never between slices), let other work
+        // run on its CPUs: the next one settles, as after another crew's.
+        if !matches!(&measured, Ok(result) if !result.overran) {
             self.ran_last = None;
         }
         if measured.is_err() {
-            self.ran_last = None;
             // A crew whose slice failed (a worker died, a counter failed) is not trusted again:
             // the next slice of this placement sets up a new one.
             self.crews.remove(&key);
