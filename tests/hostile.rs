@@ -1023,6 +1023,14 @@ fn ctrl_z_stops_the_workers_and_the_slice_is_flagged() {
     assert_eq!(rows[0]["overhead_vs_baseline"], "");
 }
 
+/// `after` into the run, a Ctrl-Z (SIGTSTP to the harness), and SIGCONT `stopped` later.
+fn ctrl_z(pid: u32, after: Duration, stopped: Duration) {
+    std::thread::sleep(after);
+    signal(pid, libc::SIGTSTP);
+    std::thread::sleep(stopped);
+    signal(pid, libc::SIGCONT);
+}
+
 /// A Ctrl-Z is honoured inside a slice (the harness looks for it only in its waits), so with
 /// one placement, where every slice but a generation's first measures the crew again at once,
 /// the slice after the paused one must settle: other work ran on its CPUs during the stop.
@@ -1036,10 +1044,7 @@ fn the_slice_after_a_ctrl_z_settles_though_its_crew_ran_last() {
     let child = spawn(&args);
     let pid = child.id();
     wait_running(&base, pid);
-    std::thread::sleep(Duration::from_millis(1000));
-    signal(pid, libc::SIGTSTP);
-    std::thread::sleep(Duration::from_millis(800));
-    signal(pid, libc::SIGCONT);
+    ctrl_z(pid, Duration::from_millis(1000), Duration::from_millis(800));
     let output = child.wait_with_output().unwrap();
     assert_nothing_left(&base, pid);
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -1066,10 +1071,7 @@ fn ctrl_z_during_fixed_work_flags_the_slice() {
     let child = spawn(&args);
     let pid = child.id();
     wait_running(&base, pid);
-    std::thread::sleep(Duration::from_millis(300));
-    signal(pid, libc::SIGTSTP);
-    std::thread::sleep(Duration::from_millis(1500));
-    signal(pid, libc::SIGCONT);
+    ctrl_z(pid, Duration::from_millis(300), Duration::from_millis(1500));
     let output = child.wait_with_output().unwrap();
     assert_nothing_left(&base, pid);
     let said = text(&output.stderr);
